@@ -1,0 +1,16 @@
+// Package blobsink writes buffered log lines into append blobs named by hour
+// prefix, the way Azure Storage Analytics names its logs:
+//
+//	{service}/{YYYY}/{MM}/{DD}/{hh}00/{NNNNNN}.log
+//
+// A writer claims the next NNNNNN of an hour prefix with a conditional create
+// (If-None-Match: * on Azure, O_EXCL on files), so any number of instances
+// write the same service and hour without colliding. Each flush appends
+// blocks of at most MaxAppendBytes with an append-position condition, then
+// updates the blob's metadata (LogVersion, StartTime, EndTime, LogType,
+// EventCount). A blob is closed and the next number claimed at
+// --blob-max-bytes or before Azure's 50,000-block limit.
+//
+// Storage sits behind the Store interface: FileStore (embedded, files under
+// the data directory) and AzureStore (Azure Blob service through azblob).
+package blobsink

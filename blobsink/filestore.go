@@ -1,0 +1,256 @@
+package blobsink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FileStore is the embedded Store: each blob is a file under Root (the blob
+// name is its relative path) and its metadata a hidden sidecar file beside it
+// (".NAME.meta", JSON). Appends are fsync'd before they return, so a flushed
+// block survives kill -9 and power loss alike.
+//
+// One process owns a FileStore's root at a time (the server locks its data
+// directory); readers such as `ingest ls` may run beside it.
+type FileStore struct {
+	Root string
+}
+
+// NewFileStore creates root if needed.
+func NewFileStore(root string) (*FileStore, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create blob directory %s: %w", root, err)
+	}
+	return &FileStore{Root: root}, nil
+}
+
+func (s *FileStore) path(name string) (string, error) {
+	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
+		return "", fmt.Errorf("cannot use blob name %q: not a relative slash-separated path", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, ".") {
+			return "", fmt.Errorf("cannot use blob name %q: empty, dot or hidden path segment", name)
+		}
+	}
+	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
+}
+
+func metaPath(p string) string {
+	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".meta")
+}
+
+// Create implements Store.
+func (s *FileStore) Create(_ context.Context, name string, meta map[string]string) error {
+	p, err := s.path(name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	// Metadata first: a blob file never exists without its sidecar.
+	if err := writeMeta(p, meta); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return ErrExists
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+// Append implements Store.
+func (s *FileStore) Append(_ context.Context, name string, offset int64, block []byte) error {
+	p, err := s.path(name)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != offset {
+		return ErrAppendPosition
+	}
+	if _, err := f.WriteAt(block, offset); err != nil {
+		// Leave no partial block behind: the append either lands whole or not.
+		_ = f.Truncate(offset)
+		return err
+	}
+	return f.Sync()
+}
+
+// Truncate cuts a blob back to size. Only the embedded store can do this;
+// recovery uses it to drop a block torn by a power loss mid-append.
+func (s *FileStore) Truncate(_ context.Context, name string, size int64) error {
+	p, err := s.path(name)
+	if err != nil {
+		return err
+	}
+	return os.Truncate(p, size)
+}
+
+// SetMetadata implements Store.
+func (s *FileStore) SetMetadata(_ context.Context, name string, meta map[string]string) error {
+	p, err := s.path(name)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return ErrNotFound
+	}
+	return writeMeta(p, meta)
+}
+
+// writeMeta replaces the sidecar atomically (temp file + rename).
+func writeMeta(p string, meta map[string]string) error {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	mp := metaPath(p)
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-meta-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), mp)
+}
+
+func readMeta(p string) map[string]string {
+	b, err := os.ReadFile(metaPath(p))
+	if err != nil {
+		return map[string]string{}
+	}
+	var m map[string]string
+	if json.Unmarshal(b, &m) != nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// Stat implements Store. Blocks is always 0: the block limit is Azure's.
+func (s *FileStore) Stat(_ context.Context, name string) (BlobInfo, error) {
+	p, err := s.path(name)
+	if err != nil {
+		return BlobInfo{}, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return BlobInfo{}, ErrNotFound
+	}
+	if err != nil {
+		return BlobInfo{}, err
+	}
+	return BlobInfo{Name: name, Size: st.Size(), Metadata: readMeta(p)}, nil
+}
+
+// List implements Store. It walks only the directory the prefix names.
+func (s *FileStore) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
+	dir := s.Root
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dir = filepath.Join(s.Root, filepath.FromSlash(prefix[:i]))
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() && p != dir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(s.Root, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if d.IsDir() {
+			// Skip directories that cannot hold a name with the prefix.
+			if p != dir && !strings.HasPrefix(name+"/", prefix) && !strings.HasPrefix(prefix, name+"/") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasPrefix(name, prefix) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		return fn(BlobInfo{Name: name, Size: info.Size(), Metadata: readMeta(p)})
+	})
+	return err
+}
+
+// Open implements Store.
+func (s *FileStore) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	p, err := s.path(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	return f, err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,159 @@
+// Package storage holds the settings that choose where data lives (the
+// embedded data directory, or an Azure Storage account) and builds the Azure
+// clients once, for the blob and table sinks to share.
+//
+// Connection strings with an account key or a SAS work as the Azure SDK
+// parses them; "UseDevelopmentStorage=true" means Azurite on its default
+// loopback ports; --storage-account NAME uses Microsoft Entra ID through
+// azidentity's DefaultAzureCredential (managed identity, workload identity,
+// Azure CLI), for companies that ban shared keys.
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/spf13/pflag"
+)
+
+// Config chooses the backend.
+type Config struct {
+	DataDir    string // embedded backend root
+	ConnString string // Azure connection string; empty = embedded (unless Account is set)
+	Account    string // Azure account name for Entra ID auth
+	Container  string // blob container for logs
+}
+
+// RegisterFlags adds the storage flags to fs.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the embedded backend (blobs, tables) and the write-ahead log")
+	fs.StringVar(&c.ConnString, "storage", "", "Azure Storage connection string (or env AZURE_STORAGE_CONNECTION_STRING); \"UseDevelopmentStorage=true\" means Azurite on loopback; empty = embedded backend")
+	fs.StringVar(&c.Account, "storage-account", "", "Azure Storage account name, authenticated with Microsoft Entra ID (DefaultAzureCredential) instead of a connection string")
+	fs.StringVar(&c.Container, "container", "logs", "blob container for log blobs")
+}
+
+// Validate checks the settings and applies AZURE_STORAGE_CONNECTION_STRING
+// when neither --storage nor --storage-account is given.
+func (c *Config) Validate() error {
+	if c.ConnString == "" && c.Account == "" {
+		c.ConnString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+	}
+	if c.ConnString != "" && c.Account != "" {
+		return errors.New("cannot use both --storage and --storage-account: pick one way to reach Azure")
+	}
+	if c.Container == "" {
+		return errors.New("cannot use an empty --container")
+	}
+	if c.DataDir == "" {
+		return errors.New("cannot use an empty --data-dir")
+	}
+	return nil
+}
+
+// Azure reports whether the Azure backend is selected.
+func (c *Config) Azure() bool { return c.ConnString != "" || c.Account != "" }
+
+// Describe names the backend for logs, without secrets.
+func (c *Config) Describe() string {
+	switch {
+	case c.Account != "":
+		return "azure account " + c.Account + " (Entra ID)"
+	case c.ConnString != "":
+		if ep := connValue(ExpandConnString(c.ConnString), "BlobEndpoint"); ep != "" {
+			return "azure " + ep
+		}
+		return "azure account " + connValue(c.ConnString, "AccountName")
+	}
+	abs, _ := filepath.Abs(c.DataDir)
+	return "embedded " + abs
+}
+
+// DevConnString is what "UseDevelopmentStorage=true" stands for: Azurite's
+// well-known account on its default loopback ports.
+const DevConnString = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+
+// ExpandConnString replaces "UseDevelopmentStorage=true", which neither SDK
+// parses, by the equivalent explicit connection string.
+func ExpandConnString(s string) string {
+	if strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), ";")), "UseDevelopmentStorage=true") {
+		return DevConnString
+	}
+	return s
+}
+
+func connValue(s, key string) string {
+	for _, part := range strings.Split(s, ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), key) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// clientOptions keeps the SDK's own retries short: the sinks retry with
+// their own backoff, logged and counted, and keep data in the WAL meanwhile.
+func clientOptions() azcore.ClientOptions {
+	return azcore.ClientOptions{
+		Retry: policy.RetryOptions{
+			MaxRetries:    2,
+			TryTimeout:    30 * time.Second,
+			RetryDelay:    200 * time.Millisecond,
+			MaxRetryDelay: 2 * time.Second,
+		},
+	}
+}
+
+// BlobClient builds the Blob service client.
+func (c *Config) BlobClient() (*azblob.Client, error) {
+	opts := &azblob.ClientOptions{ClientOptions: clientOptions()}
+	if c.Account != "" {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
+		}
+		return azblob.NewClient(fmt.Sprintf("https://%s.blob.core.windows.net/", c.Account), cred, opts)
+	}
+	cl, err := azblob.NewClientFromConnectionString(ExpandConnString(c.ConnString), opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use the --storage connection string for blobs: %w", err)
+	}
+	return cl, nil
+}
+
+// TableClient builds the Table service client.
+func (c *Config) TableClient() (*aztables.ServiceClient, error) {
+	opts := &aztables.ClientOptions{ClientOptions: clientOptions()}
+	if c.Account != "" {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
+		}
+		return aztables.NewServiceClient(fmt.Sprintf("https://%s.table.core.windows.net/", c.Account), cred, opts)
+	}
+	cl, err := aztables.NewServiceClientFromConnectionString(ExpandConnString(c.ConnString), opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use the --storage connection string for tables: %w", err)
+	}
+	return cl, nil
+}
+
+// BlobDir is where the embedded backend keeps the container's blobs.
+func (c *Config) BlobDir() string { return filepath.Join(c.DataDir, "blobs", c.Container) }
+
+// TableFile is the embedded table store's database file.
+func (c *Config) TableFile() string { return filepath.Join(c.DataDir, "tables.db") }
+
+// WALDir is where the write-ahead log lives (always local, whatever the backend).
+func (c *Config) WALDir() string { return filepath.Join(c.DataDir, "wal") }
