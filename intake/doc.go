@@ -1,0 +1,35 @@
+// Package intake turns HTTP request bodies into log events and login
+// attempts. It knows nothing of HTTP servers or storage: a handler hands it
+// the body and two headers and gets events back through a callback.
+//
+// The request path is three calls:
+//
+//	raw, err := intake.Decompress(buf[:0], body, contentEncoding, maxDecompressed)
+//	f, err := intake.DetectFormat(contentType, raw, true)
+//	p := intake.GetParser()
+//	res, err := p.ParseLogs(raw, f, intake.Defaults{Service: svc, Now: now}, func(e *logline.Event) {
+//		line = logline.AppendLine(line[:0], e) // copy out: e is reused
+//	})
+//	intake.PutParser(p)
+//	// 202 with res.AppendJSON(nil), or 400 when res.Accepted == 0 && res.Rejected > 0
+//
+// Every error is a *StatusError carrying the HTTP status to answer with:
+// 413 for a body that decompresses past the limit, 415 for an unknown
+// encoding or content type, 400 for a body that is broken as a whole. A bad
+// line is not an error: it is counted, listed with its 1-based line number
+// (at most MaxErrors listed) and skipped, and the rest of the batch goes on.
+//
+// Bodies: NDJSON, a JSON array of objects (Fluent Bit, Vector), plain text
+// lines, and OTLP/HTTP logs in protobuf or JSON. JSON fields follow the
+// SPEC: the time from ts, timestamp, time, @timestamp or date (RFC 3339 or
+// Unix s/ms/µs/ns by magnitude), level or severity, service, host, id,
+// message, msg or log; every other field lands in the event's attrs object
+// in input order. Events without an id get a generated one (see ids.go).
+//
+// Performance: a Parser is pooled per-request state (a fastjson parser,
+// scratch buffers, the event handed to emit), so after warm-up parsing
+// NDJSON allocates nothing per event; emitted events point into the body
+// and the scratch space and are valid only during the callback.
+// Decompressors are pooled and reset, and read through a size limit so a
+// gzip bomb costs at most the limit in memory.
+package intake

@@ -1,0 +1,240 @@
+package intake
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"ingest/logline"
+)
+
+// ParseLogs parses a decompressed body of format f and calls emit for every
+// valid event, in body order. The event and its byte slices are valid only
+// during the call: they point into body and into p's scratch space, and are
+// overwritten by the next event.
+//
+// A bad line is counted in Result.Rejected, listed with its number (the
+// first MaxErrors of them) and skipped; it never sinks the batch. Only a
+// problem with the whole body (an unterminated JSON array, an undecodable
+// OTLP request) returns an error, a *StatusError, and then emit has not
+// been called.
+func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline.Event)) (Result, error) {
+	p.begin(&d)
+	body = bytes.TrimPrefix(body, []byte(bom))
+	var r Result
+	switch f {
+	case FormatNDJSON:
+		forEachLine(body, &r, func(n int, line []byte) {
+			o, msg := p.parseJSON(line)
+			if msg == "" {
+				msg = p.eventFromObject(o)
+			}
+			if msg != "" {
+				r.reject(n, msg)
+				return
+			}
+			r.Accepted++
+			emit(&p.ev)
+		})
+	case FormatJSONArray:
+		if err := p.scanArray(body); err != nil {
+			return r, err
+		}
+		p.forEachElement(body, &r, func(n int, elem []byte) {
+			o, msg := p.parseJSON(elem)
+			if msg == "" {
+				msg = p.eventFromObject(o)
+			}
+			if msg != "" {
+				r.reject(n, msg)
+				return
+			}
+			r.Accepted++
+			emit(&p.ev)
+		})
+	case FormatText:
+		p.parseText(body, &r, emit)
+	case FormatOTLPProto, FormatOTLPJSON:
+		return p.parseOTLP(body, f == FormatOTLPJSON, emit)
+	default:
+		return r, errorf(http.StatusUnsupportedMediaType, "cannot parse body: unknown format %d", f)
+	}
+	return r, nil
+}
+
+const bom = "\xef\xbb\xbf"
+
+// forEachLine calls fn for every line of body that is not blank, with its
+// 1-based number; a trailing '\r' is dropped. Blank lines still count in
+// the numbering. Lines longer than MaxLineBytes are rejected in r.
+func forEachLine(body []byte, r *Result, fn func(n int, line []byte)) {
+	n := 0
+	for len(body) > 0 {
+		n++
+		var line []byte
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			line, body = body, nil
+		}
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		if isBlank(line) {
+			continue
+		}
+		if len(line) > MaxLineBytes {
+			r.reject(n, tooLong("line", len(line)))
+			continue
+		}
+		fn(n, line)
+	}
+}
+
+func tooLong(what string, n int) string {
+	return fmt.Sprintf("cannot accept %s: it is %d bytes, longer than the %d byte limit; split the event", what, n, MaxLineBytes)
+}
+
+func isBlank(b []byte) bool {
+	if len(b) > 0 && b[0] > ' ' { // the common case: a line starting with '{'
+		return false
+	}
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// span is the bounds of one array element in the body.
+type span struct{ start, end int }
+
+// scanArray records the bounds of every element of the JSON array in body.
+// It only frames: strings and brackets are matched, the elements are
+// checked later one by one, so one malformed element is rejected alone. A
+// framing error concerns the whole body and is a 400.
+func (p *Parser) scanArray(body []byte) error {
+	p.spans = p.spans[:0]
+	fail := func(format string, args ...any) error {
+		return errorf(http.StatusBadRequest, "cannot parse JSON array: "+format, args...)
+	}
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '[' {
+		return fail("the body does not start with '['")
+	}
+	i = skipWS(body, i+1)
+	if i < len(body) && body[i] == ']' {
+		i++
+	} else {
+		for {
+			end, err := skipValue(body, i)
+			if err != nil {
+				return fail("element %d: %v", len(p.spans)+1, err)
+			}
+			p.spans = append(p.spans, span{i, end})
+			i = skipWS(body, end)
+			if i >= len(body) {
+				return fail("the array is not closed with ']' after element %d", len(p.spans))
+			}
+			if body[i] == ']' {
+				i++
+				break
+			}
+			if body[i] != ',' {
+				return fail("missing ',' after element %d", len(p.spans))
+			}
+			i = skipWS(body, i+1)
+		}
+	}
+	if i = skipWS(body, i); i < len(body) {
+		return fail("unexpected data after the closing ']'")
+	}
+	return nil
+}
+
+// forEachElement calls fn for every element scanArray found.
+func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []byte)) {
+	for k, s := range p.spans {
+		elem := body[s.start:s.end]
+		switch {
+		case len(elem) == 0:
+			r.reject(k+1, "cannot parse JSON: empty array element")
+		case len(elem) > MaxLineBytes:
+			r.reject(k+1, tooLong("array element", len(elem)))
+		default:
+			fn(k+1, elem)
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+var (
+	errUnterminated = errors.New("not terminated before the end of the body")
+	errEOF          = errors.New("the body ends where an element should be")
+)
+
+// skipValue returns the index just past the JSON value starting at i. An
+// empty element (a ',' or ']' right away) yields i itself.
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return i, errEOF
+	}
+	switch b[i] {
+	case '"':
+		q, err := stringEnd(b, i)
+		return q + 1, err
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				q, err := stringEnd(b, j)
+				if err != nil {
+					return j, err
+				}
+				j = q
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return len(b), errUnterminated
+	}
+	j := i
+	for j < len(b) && !strings.ContainsRune(",] \t\r\n", rune(b[j])) {
+		j++
+	}
+	return j, nil
+}
+
+// stringEnd returns the index of the quote closing the string opened at i.
+func stringEnd(b []byte, i int) (int, error) {
+	k := i + 1
+	for {
+		q := bytes.IndexByte(b[k:], '"')
+		if q < 0 {
+			return len(b), errUnterminated
+		}
+		q += k
+		bs := 0
+		for m := q - 1; m > i && b[m] == '\\'; m-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q, nil
+		}
+		k = q + 1
+	}
+}

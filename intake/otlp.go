@@ -1,0 +1,262 @@
+package intake
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"ingest/logline"
+)
+
+// parseOTLP turns an OTLP/HTTP ExportLogsServiceRequest into events: one
+// per log record, numbered across the request from 1.
+//
+// Mapping: resource attribute service.name -> service, host.name -> host,
+// the other resource attributes -> attrs "resource.<key>"; record body ->
+// message (a string as is, any other value as JSON); SeverityNumber ->
+// level, else SeverityText; TimeUnixNano, else ObservedTimeUnixNano, else
+// the request time; the record attribute log.record.uid (or id) -> id;
+// record attributes, event name, scope name, trace and span ids -> attrs.
+//
+// Unlike the JSON paths this allocates per request (the protobuf message
+// tree), which OTLP's large batches amortise.
+func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event)) (Result, error) {
+	var r Result
+	// LogsData has the same single field as ExportLogsServiceRequest
+	// (repeated ResourceLogs resource_logs = 1, JSON "resourceLogs"), so both
+	// encodings decode into it unchanged. Using it spares the collector
+	// package, which drags in gRPC and grpc-gateway.
+	var req logspb.LogsData
+	var err error
+	if jsonForm {
+		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &req)
+	} else {
+		err = proto.Unmarshal(body, &req)
+	}
+	if err != nil {
+		return r, errorf(http.StatusBadRequest, "cannot decode OTLP logs request: %v", err)
+	}
+	n := 0
+	for _, rl := range req.GetResourceLogs() {
+		p.svc, p.host, p.res = p.svc[:0], p.host[:0], p.res[:0]
+		for _, kv := range rl.GetResource().GetAttributes() {
+			switch kv.GetKey() {
+			case "service.name":
+				p.svc = appendText(p.svc[:0], kv.GetValue())
+			case "host.name":
+				p.host = appendText(p.host[:0], kv.GetValue())
+			default:
+				p.num = append(append(p.num[:0], "resource."...), kv.GetKey()...)
+				p.res = append(p.res, ',')
+				p.res = logline.AppendQuoted(p.res, p.num)
+				p.res = append(p.res, ':')
+				p.res = appendAnyValue(p.res, kv.GetValue())
+			}
+		}
+		for _, sl := range rl.GetScopeLogs() {
+			scope := sl.GetScope().GetName()
+			for _, rec := range sl.GetLogRecords() {
+				n++
+				if msg := p.eventFromRecord(rec, scope, jsonForm); msg != "" {
+					r.reject(n, msg)
+					continue
+				}
+				r.Accepted++
+				emit(&p.ev)
+			}
+		}
+	}
+	return r, nil
+}
+
+// eventFromRecord fills p.ev from one log record; it returns "" or why the
+// record is rejected.
+func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm bool) string {
+	ev := &p.ev
+	ev.Reset()
+	p.attrs = p.attrs[:0]
+
+	t := rec.GetTimeUnixNano()
+	if t == 0 {
+		t = rec.GetObservedTimeUnixNano()
+	}
+	switch {
+	case t == 0:
+		ev.Time = p.now
+	case t > uint64(maxTime):
+		return fmt.Sprintf("cannot accept record: time_unix_nano %d %v", t, errTimeRange)
+	default:
+		ev.Time = int64(t)
+	}
+
+	ev.Level = logline.LevelFromOTLP(int32(rec.GetSeverityNumber()))
+	unknownSeverity := false
+	if ev.Level == logline.LevelNone && rec.GetSeverityText() != "" {
+		l, ok := logline.ParseLevel([]byte(rec.GetSeverityText()))
+		ev.Level, unknownSeverity = l, !ok
+	}
+
+	p.msg = p.msg[:0]
+	if b := rec.GetBody(); b != nil {
+		if s, ok := b.GetValue().(*commonpb.AnyValue_StringValue); ok {
+			p.msg = append(p.msg, s.StringValue...)
+		} else {
+			p.msg = appendAnyValue(p.msg, b)
+		}
+	}
+	ev.Message = p.msg
+
+	haveID := false
+	for _, kv := range rec.GetAttributes() {
+		if k := kv.GetKey(); !haveID && (k == "log.record.uid" || k == "id") {
+			if p.id = appendText(p.id[:0], kv.GetValue()); len(p.id) > 0 {
+				ev.ID, haveID = p.id, true
+				continue
+			}
+		}
+		p.attrs = p.attrKey(p.attrs, []byte(kv.GetKey()))
+		p.attrs = appendAnyValue(p.attrs, kv.GetValue())
+	}
+	if name := rec.GetEventName(); name != "" {
+		p.attrs = p.attrKey(p.attrs, []byte("event.name"))
+		p.attrs = logline.AppendQuoted(p.attrs, []byte(name))
+	}
+	if len(p.res) > 0 {
+		if len(p.attrs) == 0 {
+			p.attrs = append(p.attrs, '{')
+			p.attrs = append(p.attrs, p.res[1:]...)
+		} else {
+			p.attrs = append(p.attrs, p.res...)
+		}
+	}
+	if scope != "" {
+		p.attrs = p.attrKey(p.attrs, []byte("scope.name"))
+		p.attrs = logline.AppendQuoted(p.attrs, []byte(scope))
+	}
+	if !isZero(rec.GetTraceId()) {
+		p.attrs = p.attrKey(p.attrs, []byte("trace_id"))
+		p.attrs = appendTraceID(p.attrs, rec.GetTraceId(), jsonForm)
+	}
+	if !isZero(rec.GetSpanId()) {
+		p.attrs = p.attrKey(p.attrs, []byte("span_id"))
+		p.attrs = appendTraceID(p.attrs, rec.GetSpanId(), jsonForm)
+	}
+	if unknownSeverity {
+		p.attrs = p.attrKey(p.attrs, []byte("severity_text"))
+		p.attrs = logline.AppendQuoted(p.attrs, []byte(rec.GetSeverityText()))
+	}
+
+	ev.Service = p.svc // empty: finishEvent applies the default
+	ev.Host = p.host
+	p.finishEvent(true, haveID)
+	return ""
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendTraceID appends a trace or span id as a quoted lower-case hex
+// string. OTLP JSON writes these ids in hex where protojson expects base64:
+// protojson then decodes the 32 (16) hex characters as base64 into 24 (12)
+// bytes. Base64 is a bijection on whole 4-character groups, so encoding
+// those bytes again gives back the client's hex text exactly.
+func appendTraceID(dst, id []byte, jsonForm bool) []byte {
+	dst = append(dst, '"')
+	if jsonForm && (len(id) == 24 || len(id) == 12) {
+		var b [32]byte
+		text := b[:base64.StdEncoding.EncodedLen(len(id))]
+		base64.StdEncoding.Encode(text, id)
+		if isHex(text) {
+			for _, c := range text {
+				if 'A' <= c && c <= 'F' {
+					c += 'a' - 'A'
+				}
+				dst = append(dst, c)
+			}
+			return append(dst, '"')
+		}
+	}
+	dst = hex.AppendEncode(dst, id)
+	return append(dst, '"')
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// appendText appends a string value's text, or any other value as JSON.
+func appendText(dst []byte, v *commonpb.AnyValue) []byte {
+	if s, ok := v.GetValue().(*commonpb.AnyValue_StringValue); ok {
+		return append(dst, s.StringValue...)
+	}
+	if v.GetValue() == nil {
+		return dst
+	}
+	return appendAnyValue(dst, v)
+}
+
+// appendAnyValue appends an OTLP AnyValue as JSON: scalars as themselves,
+// bytes as base64, arrays and key-value lists as arrays and objects, an
+// empty value as null. NaN and infinities, which JSON lacks, become strings.
+func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return logline.AppendQuoted(dst, []byte(x.StringValue))
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.AppendBool(dst, x.BoolValue)
+	case *commonpb.AnyValue_IntValue:
+		return strconv.AppendInt(dst, x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		f := x.DoubleValue
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			dst = append(dst, '"')
+			dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+			return append(dst, '"')
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	case *commonpb.AnyValue_BytesValue:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, x.BytesValue)
+		return append(dst, '"')
+	case *commonpb.AnyValue_ArrayValue:
+		dst = append(dst, '[')
+		for i, e := range x.ArrayValue.GetValues() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendAnyValue(dst, e)
+		}
+		return append(dst, ']')
+	case *commonpb.AnyValue_KvlistValue:
+		dst = append(dst, '{')
+		for i, kv := range x.KvlistValue.GetValues() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = logline.AppendQuoted(dst, []byte(kv.GetKey()))
+			dst = append(dst, ':')
+			dst = appendAnyValue(dst, kv.GetValue())
+		}
+		return append(dst, '}')
+	}
+	return append(dst, "null"...)
+}
