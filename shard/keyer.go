@@ -1,0 +1,212 @@
+package shard
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// BucketWidth is the width of the hex hash bucket that starts every
+// PartitionKey.
+const BucketWidth = 4
+
+// Count-min sketch dimensions. With 8,192 counters per row the expected
+// over-count of a row is total/8,192 per second (12/s at 100,000 attempts/s),
+// and the minimum over 4 rows is far smaller: no cold user is taken for hot.
+const (
+	sketchDepth = 4
+	sketchWidth = 1 << 13
+)
+
+// window counts one second of attempts per user.
+type window [sketchDepth * sketchWidth]atomic.Uint32
+
+// Keyer builds PartitionKeys and decides which users are hot. It is safe for
+// concurrent use. Its memory is fixed (two count-min sketches of 128 KiB,
+// one for the current second, one for the previous), whatever the number of
+// users.
+type Keyer struct {
+	cfg    Config
+	sec    atomic.Int64 // the second window[sec&1] counts
+	mu     sync.Mutex   // serialises window rotation
+	win    [2]window
+	salted atomic.Uint64
+}
+
+// NewKeyer returns a Keyer for a validated cfg.
+func NewKeyer(cfg Config) *Keyer {
+	k := &Keyer{cfg: cfg}
+	k.sec.Store(math.MinInt64)
+	return k
+}
+
+// Config returns the Keyer's settings.
+func (k *Keyer) Config() Config { return k.cfg }
+
+// Salted is the number of attempts given a salted PartitionKey so far.
+func (k *Keyer) Salted() uint64 { return k.salted.Load() }
+
+// PartitionKey appends the PartitionKey of one attempt to dst and records
+// the attempt in the user's rate. unixNano is the intake (arrival) time: it
+// is the clock of the rate estimate, so pass the time the attempt is
+// accepted, not the client's timestamp. A user above Config.HotRate gets a
+// salted key, the salt chosen from a hash of id, so the decision must be
+// stored with the attempt (the caller's write-ahead log keeps the key) for a
+// replay to reuse it.
+func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
+	h := xxhash.Sum64(user)
+	if k.cfg.Salts == 0 {
+		return appendPK(dst, k.bucket(h, -1), user, -1)
+	}
+	rate := k.observe(h, unixNano)
+	if rate <= k.cfg.HotRate {
+		return appendPK(dst, k.bucket(h, -1), user, -1)
+	}
+	n := int(math.Ceil(rate / k.cfg.HotRate))
+	n = max(2, min(n, k.cfg.Salts))
+	var sh uint64
+	if len(id) > 0 {
+		sh = xxhash.Sum64(id)
+	} else {
+		sh = mix64(uint64(unixNano))
+	}
+	salt := int(sh % uint64(n))
+	k.salted.Add(1)
+	return appendPK(dst, k.bucket(h, salt), user, salt)
+}
+
+// AppendKey appends the PartitionKey of user with the given salt (-1: the
+// unsalted key), without touching the rate estimate.
+func (k *Keyer) AppendKey(dst, user []byte, salt int) []byte {
+	return appendPK(dst, k.bucket(xxhash.Sum64(user), salt), user, salt)
+}
+
+// ReadKeys lists every PartitionKey user's attempts can be stored under:
+// the unsalted key first, then one per salt (Config.Salts+1 keys in all).
+func (k *Keyer) ReadKeys(user []byte) []string {
+	keys := make([]string, 0, 1+k.cfg.Salts)
+	h := xxhash.Sum64(user)
+	var buf []byte
+	for salt := -1; salt < k.cfg.Salts; salt++ {
+		buf = appendPK(buf[:0], k.bucket(h, salt), user, salt)
+		keys = append(keys, string(buf))
+	}
+	return keys
+}
+
+// bucket places (user, salt) in one of cfg.Partitions buckets. Each salt
+// gets its own, independently mixed bucket, so a hot user's partitions are
+// scattered over the key space instead of sitting next to each other.
+func (k *Keyer) bucket(h uint64, salt int) int {
+	if salt >= 0 {
+		h = mix64(h ^ (uint64(salt+1) * 0x9e3779b97f4a7c15))
+	}
+	return int(h % uint64(k.cfg.Partitions))
+}
+
+// appendPK writes bucket (4 hex digits) '_' escaped-user ['~' salt (2 digits)].
+func appendPK(dst []byte, bucket int, user []byte, salt int) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, hex[bucket>>12&15], hex[bucket>>8&15], hex[bucket>>4&15], hex[bucket&15], '_')
+	dst = EscapeKey(dst, user)
+	if salt >= 0 {
+		dst = append(dst, SaltDelim, byte('0'+salt/10), byte('0'+salt%10))
+	}
+	return dst
+}
+
+// SplitPartitionKey parses a PartitionKey made by this package into the
+// unescaped user (appended to dst) and the salt (-1 when unsalted).
+func SplitPartitionKey(dst, pk []byte) (user []byte, salt int, err error) {
+	if len(pk) < BucketWidth+1 || pk[BucketWidth] != '_' {
+		return dst, 0, ErrBadPartitionKey
+	}
+	for _, c := range pk[:BucketWidth] {
+		if _, ok := unhex(c); !ok {
+			return dst, 0, ErrBadPartitionKey
+		}
+	}
+	rest := pk[BucketWidth+1:]
+	salt = -1
+	if n := len(rest); n >= 3 && rest[n-3] == SaltDelim {
+		d1, d2 := rest[n-2], rest[n-1]
+		if d1 < '0' || d1 > '9' || d2 < '0' || d2 > '9' {
+			return dst, 0, ErrBadPartitionKey
+		}
+		salt = int(d1-'0')*10 + int(d2-'0')
+		rest = rest[:n-3]
+	}
+	user, err = UnescapeKey(dst, rest)
+	return user, salt, err
+}
+
+// ErrBadPartitionKey reports a key not made by PartitionKey.
+var ErrBadPartitionKey = errorString("cannot parse PartitionKey: want 4 hex digits, '_', the escaped user and an optional ~NN salt")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// observe counts one attempt of the user hashed to h at unixNano and returns
+// the user's estimated rate (attempts/s): this second's count plus the
+// previous second's, weighted by the part of the last second the sliding
+// window still covers. Times only move the windows forward; an attempt older
+// than the current second is counted in it.
+func (k *Keyer) observe(h uint64, unixNano int64) float64 {
+	sec, rem := unixNano/1e9, unixNano%1e9
+	if rem < 0 {
+		sec, rem = sec-1, rem+1e9
+	}
+	frac := float64(rem) / 1e9
+	cur := k.sec.Load()
+	if sec > cur {
+		k.rotate(sec)
+		cur = k.sec.Load()
+	}
+	if sec < cur {
+		frac = 1
+	}
+	w, prev := &k.win[cur&1], &k.win[(cur-1)&1]
+	h1, h2 := uint32(h), uint32(h>>32)|1
+	c, p := uint32(math.MaxUint32), uint32(math.MaxUint32)
+	for row := range uint32(sketchDepth) {
+		i := row*sketchWidth + (h1+row*h2)&(sketchWidth-1)
+		c = min(c, w[i].Add(1))
+		p = min(p, prev[i].Load())
+	}
+	return float64(c) + float64(p)*(1-frac)
+}
+
+// rotate moves the current window to sec, clearing the counters it reuses.
+func (k *Keyer) rotate(sec int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cur := k.sec.Load()
+	if sec <= cur {
+		return
+	}
+	k.clear(&k.win[sec&1])
+	if sec-1 > cur {
+		k.clear(&k.win[(sec-1)&1])
+	}
+	k.sec.Store(sec)
+}
+
+func (k *Keyer) clear(w *window) {
+	for i := range w {
+		w[i].Store(0)
+	}
+}
+
+// mix64 is the SplitMix64 finaliser: a cheap bijection that makes nearby
+// inputs land far apart.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
