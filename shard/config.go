@@ -19,8 +19,8 @@ type Config struct {
 	// rate: keep HotRate*N under Azure's 2,000 entities/s partition target.
 	HotRate float64
 	// Salts is the maximum number of salted partitions per user (0 disables
-	// salting, else 2..100). A hot user at rate R uses min(Salts,
-	// ceil(R/HotRate)) of them; reads always query all Salts+1 partitions.
+	// salting, else 2..100). A hot user's attempts are spread evenly over
+	// all of them; reads query all Salts+1 partitions.
 	Salts int
 }
 

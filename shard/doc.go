@@ -40,10 +40,14 @@
 // A Keyer estimates each user's rate with two count-min sketches (this
 // second and the previous one, 4 x 8,192 atomic counters each: 256 KiB in
 // all, whatever the number of users), as a sliding one-second window. A user
-// estimated above HotRate is salted over n = min(Salts, max(2,
-// ceil(rate/HotRate))) partitions, so each salt receives about HotRate/s
+// estimated above HotRate is salted evenly over all Salts partitions (the
+// salt is a hash of the event id modulo Salts), so each receives rate/Salts
 // (1,250/s for a 20,000/s attack with the defaults), under Azure's
-// 2,000 entities/s partition target. The decision is taken once, at intake:
+// 2,000 entities/s partition target, while the unsalted partition keeps at
+// most about HotRate/s: the attempts counted before the estimate crossed it.
+// Using every salt at once, rather than more salts as the rate grows, keeps
+// the first second of an attack (when the estimate is still climbing) from
+// overloading the first few salts. The decision is taken once, at intake:
 // the caller stores the resulting PartitionKey with the attempt (in its
 // write-ahead log), so a replay reuses it and the upsert stays idempotent.
 // Reads never need the decision: ReadKeys returns the unsalted key and every

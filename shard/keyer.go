@@ -64,15 +64,13 @@ func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
 	if rate <= k.cfg.HotRate {
 		return appendPK(dst, k.bucket(h, -1), user, -1)
 	}
-	n := int(math.Ceil(rate / k.cfg.HotRate))
-	n = max(2, min(n, k.cfg.Salts))
 	var sh uint64
 	if len(id) > 0 {
 		sh = xxhash.Sum64(id)
 	} else {
 		sh = mix64(uint64(unixNano))
 	}
-	salt := int(sh % uint64(n))
+	salt := int(sh % uint64(k.cfg.Salts))
 	k.salted.Add(1)
 	return appendPK(dst, k.bucket(h, salt), user, salt)
 }
