@@ -124,6 +124,9 @@ func (c *Config) Validate() error {
 	if c.EventSize < 8 || c.EventSize > 1<<20 {
 		bad("cannot use --event-size %d: must be in 8..1048576", c.EventSize)
 	}
+	if c.Batch > 0 && c.EventSize > 0 && int64(c.Batch)*int64(c.EventSize+300) > maxBodyBytes {
+		bad("cannot use --batch %d with --event-size %d: request bodies of about %d MiB; lower --batch or --event-size", c.Batch, c.EventSize, int64(c.Batch)*int64(c.EventSize+300)>>20)
+	}
 	if c.Users < 1 {
 		bad("cannot use --users %d: must be >= 1", c.Users)
 	}
@@ -144,6 +147,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxBodyBytes caps the mean uncompressed request body: the templates are
+// held in memory and a server refuses larger bodies anyway.
+const maxBodyBytes = 64 << 20
 
 // target is a parsed --target.
 type target struct {
