@@ -1,0 +1,53 @@
+// Package query reads log events back out of the hour-prefixed blobs that
+// blobsink writes: by service, time range, level, message text and regular
+// expression, in time order, with memory bounded whatever the range.
+//
+// A time range becomes the hour prefixes it touches
+// ({service}/{YYYY}/{MM}/{DD}/{hh}00, the Storage Analytics layout); each is
+// listed with metadata, and a blob whose StartTime/EndTime (or LogType, when
+// a level is asked for) cannot match is skipped without being opened. A blob
+// with missing or unparseable metadata is read: a blob being written may not
+// have its final metadata yet. Whole UTC days inside the range are listed
+// with one day prefix per service instead of 24 hour prefixes.
+//
+//	q := query.Query{Services: []string{"api"}, From: from, To: to, Level: logline.LevelWarn}
+//	st, err := query.Run(ctx, store, q, func(line []byte, e *logline.Event) error {
+//		_, err := w.Write(query.AppendNDJSON(buf[:0], e))
+//		return err
+//	})
+//
+// # Order
+//
+// Hours are processed in order, and an event always lives under the prefix of
+// its own hour, so hours never interleave. Within an hour, the blobs of every
+// requested service are read as concurrently open streams merged by time
+// (container/heap); a blob is opened only once the merge reaches its
+// StartTime, so blobs one writer filled one after another are not open
+// together. A blob is sorted within one flush but not across flushes (a
+// client may send old events late), so the merged, matching lines of an hour
+// go into a sort buffer of Config.SortBytes (default 16 MiB) and are sorted
+// before they are handed out: output is exactly in time order (ties in blob
+// name order) whenever an hour's matching lines fit that buffer. When they do
+// not, each full buffer is sorted and handed out in turn; only an event
+// written out of order across flushes whose neighbours fall into another
+// buffer can then come out of place.
+//
+// # Memory
+//
+// Per query: the sort buffer (Config.SortBytes, plus about 12% for its index
+// with 200-byte lines), and per open blob a 64 KiB read buffer, a line buffer
+// that grows only for lines longer than that (up to Config.MaxLineBytes,
+// default 4 MiB; longer lines are skipped and counted) and, for zstd blobs,
+// the decoder's window (the size of one flushed frame). At most
+// Config.MaxOpenBlobs (default 64) blobs are open at once. Nothing grows with
+// the length of the range: a one-day listing's metadata is the largest other
+// allocation.
+//
+// # Performance
+//
+// A line is first checked against the time range by comparing its fixed-width
+// time field as bytes, and against the message text on the raw line when the
+// text has no character a JSON encoder might escape; only then is it parsed.
+// Matching lines are parsed once more when handed out. See BenchmarkScan for
+// lines/s and MB/s on one large hour.
+package query

@@ -1,0 +1,273 @@
+package query
+
+import (
+	"unicode/utf8"
+
+	"ingest/logline"
+)
+
+// AppendNDJSON appends e as one JSON object and a '\n':
+//
+//	{"ts":"2026-11-21T18:04:05.1234567Z","level":"error","service":"api","host":"web-1","id":"01JDQ8","message":"disk full","code":507}
+//
+// ts has the line's seven fractional digits. Every attribute is merged in at
+// the top level, in stored order; an attribute whose key is one of the fixed
+// names is written as "attr.<key>". Attributes that are not a well-formed
+// JSON object (never written by this project) are kept whole as the string
+// field "attrs", so the output is always valid JSON. It allocates nothing.
+func AppendNDJSON(dst []byte, e *logline.Event) []byte {
+	dst = append(dst, `{"ts":"`...)
+	dst = logline.AppendTime(dst, e.Time)
+	dst = append(dst, `","level":"`...)
+	dst = append(dst, e.Level.String()...)
+	dst = append(dst, `","service":`...)
+	dst = logline.AppendQuoted(dst, e.Service)
+	dst = append(dst, `,"host":`...)
+	dst = logline.AppendQuoted(dst, e.Host)
+	dst = append(dst, `,"id":`...)
+	dst = logline.AppendQuoted(dst, e.ID)
+	dst = append(dst, `,"message":`...)
+	dst = logline.AppendQuoted(dst, e.Message)
+	if len(e.Attrs) > 0 {
+		mark := len(dst)
+		var ok bool
+		if dst, ok = appendAttrs(dst, e.Attrs); !ok {
+			dst = append(dst[:mark], `,"attrs":`...)
+			dst = logline.AppendQuoted(dst, e.Attrs)
+		}
+	}
+	return append(dst, '}', '\n')
+}
+
+// appendAttrs appends ,"key":value for each member of the JSON object a.
+// ok is false when a is not a well-formed object; dst is then partial.
+func appendAttrs(dst, a []byte) ([]byte, bool) {
+	i := skipWS(a, 0)
+	if i >= len(a) || a[i] != '{' {
+		return dst, false
+	}
+	i = skipWS(a, i+1)
+	if i < len(a) && a[i] == '}' {
+		return dst, skipWS(a, i+1) == len(a)
+	}
+	for {
+		if i >= len(a) || a[i] != '"' {
+			return dst, false
+		}
+		kEnd, ok := skipString(a, i)
+		if !ok {
+			return dst, false
+		}
+		key := a[i:kEnd]
+		i = skipWS(a, kEnd)
+		if i >= len(a) || a[i] != ':' {
+			return dst, false
+		}
+		i = skipWS(a, i+1)
+		vEnd, ok := skipValue(a, i, 0)
+		if !ok {
+			return dst, false
+		}
+		dst = append(dst, ',')
+		if fixedName(key) {
+			dst = append(dst, `"attr.`...)
+			dst = append(dst, key[1:]...)
+		} else {
+			dst = append(dst, key...)
+		}
+		dst = append(dst, ':')
+		dst = append(dst, a[i:vEnd]...)
+		i = skipWS(a, vEnd)
+		if i >= len(a) {
+			return dst, false
+		}
+		switch a[i] {
+		case ',':
+			i = skipWS(a, i+1)
+		case '}':
+			return dst, skipWS(a, i+1) == len(a)
+		default:
+			return dst, false
+		}
+	}
+}
+
+// fixedName reports whether the quoted JSON key names one of the fields
+// AppendNDJSON writes itself.
+func fixedName(quoted []byte) bool {
+	k := quoted[1 : len(quoted)-1]
+	for _, c := range k {
+		if c == '\\' {
+			var buf [16]byte
+			out, _, err := logline.UnquoteAppend(buf[:0], quoted)
+			if err != nil {
+				return false
+			}
+			k = out
+			break
+		}
+	}
+	switch string(k) {
+	case "ts", "level", "service", "host", "id", "message":
+		return true
+	}
+	return false
+}
+
+func skipWS(a []byte, i int) int {
+	for i < len(a) && (a[i] == ' ' || a[i] == '\t' || a[i] == '\n' || a[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the JSON string starting at a[i].
+func skipString(a []byte, i int) (int, bool) {
+	for j := i + 1; j < len(a); {
+		switch c := a[j]; {
+		case c == '"':
+			return j + 1, true
+		case c == '\\':
+			if j+1 >= len(a) {
+				return 0, false
+			}
+			switch a[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(a) {
+					return 0, false
+				}
+				for _, h := range a[j+2 : j+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return 0, false
+					}
+				}
+				j += 6
+			default:
+				return 0, false
+			}
+		case c < 0x20:
+			return 0, false
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(a[j:])
+			if r == utf8.RuneError && n == 1 {
+				return 0, false // invalid UTF-8 would make the output invalid JSON
+			}
+			j += n
+		default:
+			j++
+		}
+	}
+	return 0, false
+}
+
+// maxDepth bounds nesting so hostile attributes cannot exhaust the stack.
+const maxDepth = 64
+
+// skipValue returns the index after the JSON value starting at a[i].
+func skipValue(a []byte, i, depth int) (int, bool) {
+	if i >= len(a) || depth > maxDepth {
+		return 0, false
+	}
+	switch c := a[i]; {
+	case c == '"':
+		return skipString(a, i)
+	case c == '{' || c == '[':
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = skipWS(a, i+1)
+		if i < len(a) && a[i] == end {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(a) || a[i] != '"' {
+					return 0, false
+				}
+				k, ok := skipString(a, i)
+				if !ok {
+					return 0, false
+				}
+				i = skipWS(a, k)
+				if i >= len(a) || a[i] != ':' {
+					return 0, false
+				}
+				i = skipWS(a, i+1)
+			}
+			v, ok := skipValue(a, i, depth+1)
+			if !ok {
+				return 0, false
+			}
+			i = skipWS(a, v)
+			if i >= len(a) {
+				return 0, false
+			}
+			if a[i] == end {
+				return i + 1, true
+			}
+			if a[i] != ',' {
+				return 0, false
+			}
+			i = skipWS(a, i+1)
+		}
+	case c == 't':
+		return literal(a, i, "true")
+	case c == 'f':
+		return literal(a, i, "false")
+	case c == 'n':
+		return literal(a, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return skipNumber(a, i)
+	}
+	return 0, false
+}
+
+func literal(a []byte, i int, lit string) (int, bool) {
+	if len(a)-i < len(lit) || string(a[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// skipNumber follows the JSON number grammar.
+func skipNumber(a []byte, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(a) && '0' <= a[i] && a[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if a[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(a) && a[i] == '0':
+		i++
+	case i < len(a) && '1' <= a[i] && a[i] <= '9':
+		i = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(a) && a[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(a) && (a[i] == 'e' || a[i] == 'E') {
+		i++
+		if i < len(a) && (a[i] == '+' || a[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}

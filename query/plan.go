@@ -1,0 +1,220 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"ingest/blobsink"
+	"ingest/logline"
+)
+
+// TopLister is an optional Store extension: the distinct first path segments
+// of the container's blob names (on Azure, one hierarchical listing with
+// delimiter "/"). With it, Services "*" costs one cheap listing; without it
+// (and for stores other than FileStore) "*" lists every blob once.
+type TopLister interface {
+	ListTop(ctx context.Context) ([]string, error)
+}
+
+// candidate is a blob of one hour that may hold matching events.
+type candidate struct {
+	name  string
+	start int64 // StartTime metadata; math.MinInt64 when unknown
+}
+
+// runner holds one query's state.
+type runner struct {
+	store blobsink.Store
+	q     *Query
+	cfg   Config
+	fn    func([]byte, *logline.Event) error
+	st    *Stats
+	f     filter
+	sort  sorter
+	ev    logline.Event // handed to fn
+}
+
+func newRunner(store blobsink.Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
+	cfg := q.Config.withDefaults()
+	return &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}}
+}
+
+func (r *runner) run(ctx context.Context) error {
+	services, err := r.services(ctx)
+	if err != nil {
+		return err
+	}
+	if len(services) == 0 {
+		return nil
+	}
+	from, to := r.q.From.UTC(), r.q.To.UTC()
+	for h := from.Truncate(time.Hour); h.Before(to); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A whole UTC day inside the range is listed with one prefix per
+		// service instead of 24.
+		n := 1
+		if h.Hour() == 0 && h.Add(23*time.Hour).Before(to) {
+			n = 24
+		}
+		hours, err := r.list(ctx, services, h, n)
+		if err != nil {
+			return err
+		}
+		for _, cands := range hours {
+			if err := r.hour(ctx, cands); err != nil {
+				return err
+			}
+		}
+		h = h.Add(time.Duration(n) * time.Hour)
+	}
+	return nil
+}
+
+// services resolves "*" and normalises names as the writer does.
+func (r *runner) services(ctx context.Context) ([]string, error) {
+	var names []string
+	for _, s := range r.q.Services {
+		if s == "*" {
+			all, err := discover(ctx, r.store)
+			if err != nil {
+				return nil, fmt.Errorf("cannot list the services in the container: %w", err)
+			}
+			names = append(names, all...)
+			continue
+		}
+		names = append(names, string(logline.AppendToken(nil, []byte(s))))
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// discover lists the top-level names of the container.
+func discover(ctx context.Context, store blobsink.Store) ([]string, error) {
+	var names []string
+	switch s := store.(type) {
+	case TopLister:
+		top, err := s.ListTop(ctx)
+		if err != nil {
+			return nil, err
+		}
+		names = top
+	case *blobsink.FileStore:
+		ents, err := os.ReadDir(s.Root)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+	default:
+		seen := map[string]bool{}
+		err := store.List(ctx, "", func(b blobsink.BlobInfo) error {
+			if top, _, ok := strings.Cut(b.Name, "/"); ok && !seen[top] {
+				seen[top] = true
+				names = append(names, top)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Only names the writer could have produced: this also keeps a stray
+	// top-level file or folder from turning into an odd prefix.
+	return slices.DeleteFunc(names, func(n string) bool { return !logline.IsToken([]byte(n)) }), nil
+}
+
+// list lists n consecutive hours starting at h (n is 1, or 24 for a whole
+// day) for every service, and returns each hour's candidates.
+func (r *runner) list(ctx context.Context, services []string, h time.Time, n int) ([][]candidate, error) {
+	hours := make([][]candidate, n)
+	var pfx []byte
+	for _, svc := range services {
+		r.st.Prefixes += n
+		pfx = append(pfx[:0], svc...)
+		pfx = append(pfx, '/')
+		pfx = h.AppendFormat(pfx, blobsink.HourLayout)
+		if n == 24 {
+			pfx = pfx[:len(pfx)-len("hh00")] // {svc}/YYYY/MM/DD/
+		} else {
+			pfx = append(pfx, '/')
+		}
+		prefix := string(pfx)
+		r.st.Listings++
+		err := r.store.List(ctx, prefix, func(b blobsink.BlobInfo) error {
+			r.st.BlobsListed++
+			i, ok := hourIndex(b.Name, prefix, n)
+			if !ok {
+				r.st.BlobsSkipped++
+				return nil
+			}
+			c := candidate{name: b.Name, start: math.MinInt64}
+			if m, ok := blobsink.ParseMeta(b.Metadata); ok {
+				if !r.mayMatch(m, b.Metadata) {
+					r.st.BlobsSkipped++
+					return nil
+				}
+				c.start = m.Start
+			}
+			hours[i] = append(hours[i], c)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cannot list blobs under %s: %w", prefix, err)
+		}
+	}
+	return hours, nil
+}
+
+// hourIndex checks that name is a log blob directly under one hour of the
+// listed prefix and returns that hour's index (0 for an hour listing, the
+// hour of day for a day listing).
+func hourIndex(name, prefix string, n int) (int, bool) {
+	p, _, ok := blobsink.ParseBlobName(name)
+	if !ok || !strings.HasPrefix(p+"/", prefix) {
+		return 0, false
+	}
+	if n == 1 {
+		return 0, len(p)+1 == len(prefix)
+	}
+	hh := p[len(prefix):]
+	if len(hh) != 4 || hh[2:] != "00" || hh[0] < '0' || hh[0] > '2' || hh[1] < '0' || hh[1] > '9' {
+		return 0, false
+	}
+	i := int(hh[0]-'0')*10 + int(hh[1]-'0')
+	if i >= 24 {
+		return 0, false
+	}
+	return i, true
+}
+
+// mayMatch reports whether a blob with valid metadata can hold a match.
+func (r *runner) mayMatch(m blobsink.Meta, md map[string]string) bool {
+	if !m.Overlaps(r.q.From, r.q.To) {
+		return false
+	}
+	if r.q.Level == logline.LevelNone {
+		return true
+	}
+	if _, ok := blobsink.MetaValue(md, blobsink.MetaLogType); !ok {
+		return true
+	}
+	// LogType lists the levels present; events without a level never match
+	// a minimum level, so an empty set rules the blob out too.
+	for l := r.q.Level; l <= logline.LevelFatal; l++ {
+		if m.Levels.Has(l) {
+			return true
+		}
+	}
+	return false
+}

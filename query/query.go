@@ -1,0 +1,170 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"ingest/blobsink"
+	"ingest/logline"
+)
+
+// Query selects events. The zero Config means the defaults.
+type Query struct {
+	// Services to read; "*" means every service in the container (found by
+	// listing its top-level names). Names are normalised the way the writer
+	// normalises them (bytes outside [A-Za-z0-9._:@-] become '_').
+	Services []string
+	// From (inclusive) and To (exclusive) bound the event time.
+	From, To time.Time
+	// Level is the minimum severity: LevelWarn selects warn, error and
+	// fatal. LevelNone selects every event, including those without a level.
+	Level logline.Level
+	// Text must occur in the message (case-sensitive, after JSON unescaping).
+	Text string
+	// Grep must match the stored line (without its '\n'), as written in the
+	// blob: the message is JSON-quoted there.
+	Grep *regexp.Regexp
+	// Limit stops the query after that many events; 0 means no limit.
+	Limit int
+	// Config bounds the memory a query uses; zero fields take the defaults.
+	Config Config
+}
+
+// Defaults for Config.
+const (
+	DefaultSortBytes    = 16 << 20
+	DefaultMaxLineBytes = 4 << 20
+	DefaultMaxOpenBlobs = 64
+)
+
+// Config bounds the memory of one query (see the package comment).
+type Config struct {
+	SortBytes    int // sort buffer for one hour's matching lines
+	MaxLineBytes int // longer lines are skipped and counted
+	MaxOpenBlobs int // blobs open at once within an hour
+}
+
+// RegisterFlags adds the query memory flags to fs.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.SortBytes, "query-sort-bytes", DefaultSortBytes, "memory per query for sorting an hour's matching lines; output is exactly time-ordered when they fit")
+	fs.IntVar(&c.MaxLineBytes, "query-max-line-bytes", DefaultMaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
+	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", DefaultMaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
+}
+
+// Validate checks the settings; zero values stand for the defaults.
+func (c *Config) Validate() error {
+	switch {
+	case c.SortBytes < 0:
+		return errors.New("cannot use a negative --query-sort-bytes")
+	case c.SortBytes > 0 && c.SortBytes < 1<<20:
+		return fmt.Errorf("cannot use --query-sort-bytes %d: use at least 1 MiB", c.SortBytes)
+	case c.MaxLineBytes < 0:
+		return errors.New("cannot use a negative --query-max-line-bytes")
+	case c.MaxOpenBlobs < 0:
+		return errors.New("cannot use a negative --query-max-open-blobs")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.SortBytes == 0 {
+		c.SortBytes = DefaultSortBytes
+	}
+	if c.MaxLineBytes == 0 {
+		c.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if c.MaxOpenBlobs == 0 {
+		c.MaxOpenBlobs = DefaultMaxOpenBlobs
+	}
+	return c
+}
+
+// Validate reports what is wrong with q, in terms a user can act on.
+func (q *Query) Validate() error {
+	if len(q.Services) == 0 {
+		return errors.New("cannot query: no service given; name one or more (comma separated), or * for all")
+	}
+	for _, s := range q.Services {
+		if s == "" {
+			return errors.New("cannot query: empty service name")
+		}
+	}
+	if q.From.IsZero() || q.To.IsZero() {
+		return errors.New("cannot query: both from and to are required (RFC 3339, now, or relative like -15m)")
+	}
+	if !q.From.Before(q.To) {
+		return fmt.Errorf("cannot query: from %s is not before to %s", q.From.UTC().Format(time.RFC3339Nano), q.To.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit < 0 {
+		return fmt.Errorf("cannot query: negative limit %d", q.Limit)
+	}
+	return q.Config.Validate()
+}
+
+// ParseServices splits a comma-separated service list ("api, web,api" ->
+// [api web]), dropping blanks and duplicates. "*" anywhere means all.
+func ParseServices(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if part == "*" {
+			return []string{"*"}
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == part
+		}
+		if !dup {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// Stats describes the work a query did.
+type Stats struct {
+	Prefixes     int // hour prefixes (service x hour) the range covers
+	Listings     int // List calls (one per service and hour, or per whole day)
+	BlobsListed  int
+	BlobsSkipped int // not opened: metadata rules them out (time range or levels), not a log blob name, or gone before opening
+	BlobsRead    int
+	BlobsDamaged int // stopped early on a decoding error (e.g. a torn compressed frame); lines before it were used
+
+	BytesRead     int64 // as stored (compressed when the blob is)
+	BytesDecoded  int64 // line bytes after decompression
+	LinesScanned  int64
+	LinesTooLong  int64 // over Config.MaxLineBytes, skipped
+	LinesBad      int64 // not a valid line (e.g. a torn tail), skipped
+	LinesMatched  int64 // passed every filter
+	LinesReturned int64 // handed to fn (fewer than matched when Limit stops the query)
+}
+
+// errStop ends a query early without an error (Limit reached).
+var errStop = errors.New("query limit reached")
+
+// Run streams the events that match q, in time order (see the package
+// comment), to fn. line is the stored line with its '\n'; line and e are only
+// valid during the call. Run stops at q.Limit events, when ctx is cancelled
+// (returning ctx.Err()) or when fn returns an error (returned as is).
+// Blobs are streamed, never read whole: memory is bounded by q.Config.
+func Run(ctx context.Context, store blobsink.Store, q Query, fn func(line []byte, e *logline.Event) error) (Stats, error) {
+	var st Stats
+	if err := q.Validate(); err != nil {
+		return st, err
+	}
+	r := newRunner(store, &q, fn, &st)
+	err := r.run(ctx)
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return st, err
+}

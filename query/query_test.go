@@ -1,0 +1,420 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"ingest/blobsink"
+	"ingest/logline"
+)
+
+func TestFileStore(t *testing.T) {
+	runSuite(t, func(t *testing.T) blobsink.Store {
+		s, err := blobsink.NewFileStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func at(hh, mm, ss int) time.Time { return time.Date(2026, 11, 21, hh, mm, ss, 0, time.UTC) }
+
+// runSuite runs every backend-independent test against stores from newStore
+// (a fresh, empty store per call).
+func runSuite(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
+	t.Run("Fixture", func(t *testing.T) {
+		cs := &countingStore{Store: newStore(t)}
+		f := writeFixture(t, cs.Store)
+		testFixture(t, cs, f)
+	})
+	t.Run("BadLines", func(t *testing.T) { testBadLines(t, newStore(t)) })
+	t.Run("LevelSkip", func(t *testing.T) { testLevelSkip(t, &countingStore{Store: newStore(t)}) })
+	t.Run("MergeWithoutSortBuffer", func(t *testing.T) { testMergeOrder(t, newStore(t)) })
+	t.Run("DamagedFrame", func(t *testing.T) { testDamagedFrame(t, newStore(t)) })
+	t.Run("OpenBlob", func(t *testing.T) { testOpenBlob(t, newStore(t)) })
+	t.Run("Cancel", func(t *testing.T) { testCancel(t, newStore(t)) })
+}
+
+func testFixture(t *testing.T, cs *countingStore, f *fixture) {
+	check := func(t *testing.T, q Query) ([]string, Stats) {
+		t.Helper()
+		cs.take()
+		got, st := collect(t, cs, q)
+		want := f.want(q)
+		if len(want) == 0 {
+			t.Fatal("the fixture selects nothing: the test would prove nothing")
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %d events, want %d\n got %v\nwant %v", len(got), len(want), head(got), head(want))
+		}
+		if st.LinesReturned != int64(len(got)) || st.LinesBad != 0 || st.LinesTooLong != 0 || st.BlobsDamaged != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+		return got, st
+	}
+
+	t.Run("Window", func(t *testing.T) {
+		q := Query{Services: []string{"api", "web"}, From: at(16, 4, 0), To: at(16, 6, 0)}
+		got, st := check(t, q)
+		if got[0] != "from-edge" || got[len(got)-1] != "last-tick" || slices.Contains(got, "to-edge") {
+			t.Fatalf("from must be inclusive and to exclusive: first %s last %s", got[0], got[len(got)-1])
+		}
+		// Only the two interleaved writers' 16:00 blobs overlap; the 16:40-16:59
+		// writer's blobs are skipped by metadata, other hours never listed.
+		opened := cs.take()
+		wantOpened := []string{fixtureName("api", at(16, 0, 0), 0), fixtureName("api", at(16, 0, 0), 1),
+			fixtureName("web", at(16, 0, 0), 0), fixtureName("web", at(16, 0, 0), 1)}
+		slices.Sort(wantOpened)
+		if !slices.Equal(opened, wantOpened) {
+			t.Fatalf("opened %v, want %v", opened, wantOpened)
+		}
+		if st.Prefixes != 2 || st.Listings != 2 || st.BlobsListed != 6 || st.BlobsSkipped != 2 || st.BlobsRead != 4 {
+			t.Fatalf("stats %+v", st)
+		}
+		if st.LinesScanned <= st.LinesMatched || st.BytesRead == 0 || st.BytesDecoded <= st.BytesRead {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+	t.Run("AllServicesReadsBlobWithoutMetadata", func(t *testing.T) {
+		got, _ := check(t, Query{Services: []string{"*"}, From: at(16, 4, 0), To: at(16, 6, 0)})
+		if !slices.Contains(got, "db3") {
+			t.Fatal("the blob without metadata was not read")
+		}
+		if !slices.Contains(cs.take(), "db/2026/11/21/1600/000001.log") {
+			t.Fatal("the blob without metadata was not opened")
+		}
+	})
+	t.Run("CommaList", func(t *testing.T) {
+		check(t, Query{Services: ParseServices("web, db,web"), From: at(16, 0, 0), To: at(17, 0, 0)})
+	})
+	t.Run("Level", func(t *testing.T) {
+		got, _ := check(t, Query{Services: []string{"*"}, From: at(15, 30, 0), To: at(16, 30, 0), Level: logline.LevelError})
+		for _, id := range got {
+			if n := idNum(id); n%7 != int(logline.LevelError) && n%7 != int(logline.LevelFatal) {
+				t.Fatalf("%s has a level below error", id)
+			}
+		}
+	})
+	t.Run("TextRawSafe", func(t *testing.T) {
+		check(t, Query{Services: []string{"api", "web"}, From: at(14, 0, 0), To: at(15, 0, 0), Text: "timeout after"})
+	})
+	t.Run("TextEscaped", func(t *testing.T) {
+		check(t, Query{Services: []string{"api"}, From: at(14, 0, 0), To: at(15, 0, 0), Text: `disk "full"`})
+	})
+	t.Run("Grep", func(t *testing.T) {
+		check(t, Query{Services: []string{"*"}, From: at(14, 0, 0), To: at(18, 0, 0), Grep: regexp.MustCompile(`;error;.*"n":1[0-9]{3},`)})
+	})
+	t.Run("LevelTextGrep", func(t *testing.T) {
+		check(t, Query{Services: []string{"*"}, From: at(14, 0, 0), To: at(18, 0, 0), Level: logline.LevelWarn, Text: "timeout", Grep: regexp.MustCompile(`^1\.0;2026-11-21T1[45]`)})
+	})
+	t.Run("Limit", func(t *testing.T) {
+		got, st := check(t, Query{Services: []string{"api", "web"}, From: at(14, 30, 0), To: at(17, 0, 0), Limit: 7})
+		if len(got) != 7 || st.BlobsRead > 3*2 {
+			t.Fatalf("limit 7 read %d blobs for %d events", st.BlobsRead, len(got))
+		}
+	})
+	t.Run("AllHoursLateEventsInOrder", func(t *testing.T) {
+		got, st := check(t, Query{Services: []string{"api", "web"}, From: at(13, 30, 0), To: at(18, 30, 0)})
+		if len(got) < 14000 || st.Prefixes != 2*6 || st.BlobsSkipped != 0 {
+			t.Fatalf("%d events, stats %+v", len(got), st)
+		}
+	})
+	t.Run("WholeDaysListedOnce", func(t *testing.T) {
+		_, st := check(t, Query{Services: []string{"api", "web", "db"}, From: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)})
+		if st.Listings != 3*3 || st.Prefixes != 3*72 {
+			t.Fatalf("three whole days of three services: %d listings for %d prefixes", st.Listings, st.Prefixes)
+		}
+		_, st = check(t, Query{Services: []string{"api"}, From: time.Date(2026, 11, 20, 23, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)})
+		if st.Listings != 3 || st.Prefixes != 26 {
+			t.Fatalf("1 hour + 1 day + 1 hour: %d listings for %d prefixes", st.Listings, st.Prefixes)
+		}
+	})
+	t.Run("NothingThere", func(t *testing.T) {
+		n := 0
+		cs.take()
+		st, err := Run(context.Background(), cs, Query{Services: []string{"nosuch", "api"}, From: at(10, 0, 0), To: at(12, 0, 0)},
+			func([]byte, *logline.Event) error { n++; return nil })
+		if err != nil || n != 0 || st.BlobsListed != 0 || len(cs.take()) != 0 {
+			t.Fatalf("n=%d err=%v stats %+v", n, err, st)
+		}
+	})
+	t.Run("CallbackError", func(t *testing.T) {
+		stop := errors.New("client went away")
+		n := 0
+		_, err := Run(context.Background(), cs, Query{Services: []string{"*"}, From: at(14, 0, 0), To: at(18, 0, 0)},
+			func([]byte, *logline.Event) error { n++; return stop })
+		if !errors.Is(err, stop) || n != 1 {
+			t.Fatalf("err=%v after %d events", err, n)
+		}
+	})
+}
+
+func idNum(id string) int {
+	var n int
+	fmt.Sscanf(id, "e%d", &n)
+	return n
+}
+
+func head(s []string) []string {
+	if len(s) > 12 {
+		return append(slices.Clone(s[:12]), "...")
+	}
+	return s
+}
+
+// testBadLines: garbage and torn lines are skipped and counted, long lines
+// are returned whole up to the limit and skipped beyond it.
+func testBadLines(t *testing.T, s blobsink.Store) {
+	ctx := context.Background()
+	name := "bad/2026/11/21/1600/000001.log"
+	if err := s.Create(ctx, name, nil); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	ev := func(sec int, msg string) { e := mkEvent("bad", at(16, 0, sec), logline.LevelInfo, fmt.Sprintf("b%d", sec), msg, ""); b = logline.AppendLine(b, &e) }
+	ev(1, "ok")
+	b = append(b, "this is not a log line\n"...)
+	ev(2, strings.Repeat("x", 200<<10)) // longer than the read buffer, under the limit
+	ev(3, strings.Repeat("y", 3<<20))   // over the 1 MiB limit below
+	b = append(b, "\n"...)              // an empty line
+	ev(4, "ok")
+	b = append(b, "1.0;2026-11-21T16:00:05.0000000Z;info;bad;h;b5;\"torn ta"...) // torn tail: no attrs, no newline
+	var off int64
+	appendRaw(t, s, name, &off, b)
+	// A second blob of the same hour ending in a valid line without '\n'.
+	name2 := "bad/2026/11/21/1600/000002.log"
+	if err := s.Create(ctx, name2, nil); err != nil {
+		t.Fatal(err)
+	}
+	b = b[:0]
+	ev(6, "no newline at the end")
+	off = 0
+	appendRaw(t, s, name2, &off, b[:len(b)-1])
+
+	q := Query{Services: []string{"bad"}, From: at(16, 0, 0), To: at(17, 0, 0), Config: Config{MaxLineBytes: 1 << 20}}
+	var got []string
+	var lens []int
+	st, err := Run(ctx, s, q, func(line []byte, e *logline.Event) error {
+		got = append(got, string(e.ID))
+		lens = append(lens, len(e.Message))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"b1", "b2", "b4", "b6"}) || lens[1] != 200<<10 {
+		t.Fatalf("got %v (message lengths %v)", got, lens)
+	}
+	if st.LinesBad != 3 || st.LinesTooLong != 1 || st.LinesScanned != 7 {
+		t.Fatalf("want 3 bad lines (garbage, empty, torn) and 1 too long, 7 scanned: %+v", st)
+	}
+}
+
+// testLevelSkip: a blob whose LogType has no level at or above the asked one
+// is not opened.
+func testLevelSkip(t *testing.T, cs *countingStore) {
+	var evs []logline.Event
+	for i := range 10 {
+		evs = append(evs, mkEvent("lv", at(16, 1, i), logline.Level(1+i%3), fmt.Sprint(i), "m", "")) // trace, debug, info
+	}
+	writeBlob(t, cs.Store, "lv/2026/11/21/1600/000001.log", [][]logline.Event{evs}, true)
+	evs = evs[:0]
+	for i := range 10 {
+		evs = append(evs, mkEvent("lv", at(16, 2, i), logline.Level(1+i%5), fmt.Sprint(100+i), "m", "")) // up to error
+	}
+	writeBlob(t, cs.Store, "lv/2026/11/21/1600/000002.log", [][]logline.Event{evs}, true)
+	got, st := collect(t, cs, Query{Services: []string{"lv"}, From: at(16, 0, 0), To: at(17, 0, 0), Level: logline.LevelWarn})
+	if !slices.Equal(got, []string{"103", "104", "108", "109"}) || st.BlobsSkipped != 1 {
+		t.Fatalf("got %v stats %+v", got, st)
+	}
+	if opened := cs.take(); !slices.Equal(opened, []string{"lv/2026/11/21/1600/000002.log"}) {
+		t.Fatalf("opened %v", opened)
+	}
+}
+
+// testMergeOrder: with a sort buffer far smaller than the hour, the k-way
+// merge alone keeps two interleaved writers' sorted blobs in order, across
+// services too.
+func testMergeOrder(t *testing.T, s blobsink.Store) {
+	var want []string
+	for w, svc := range []string{"m1", "m2"} {
+		for blob := range 2 {
+			var flushes [][]logline.Event
+			for f := range 10 {
+				var fl []logline.Event
+				for i := range 30 {
+					n := ((f*30+i)*2+blob)*2 + w // four interleaved sequences
+					fl = append(fl, mkEvent(svc, at(16, 0, 0).Add(time.Duration(n)*time.Millisecond), logline.LevelInfo, fmt.Sprintf("%05d", n), "merge", ""))
+				}
+				flushes = append(flushes, fl)
+			}
+			writeBlob(t, s, blobsink.BlobName(blobsink.HourPrefix(svc, at(16, 0, 0)), blob+1, blobsink.CompressZstd), flushes, true)
+		}
+	}
+	for n := range 1200 {
+		want = append(want, fmt.Sprintf("%05d", n))
+	}
+	q := Query{Services: []string{"m1", "m2"}, From: at(16, 0, 0), To: at(17, 0, 0)}
+	var st Stats
+	var got []string
+	r := newRunner(s, &q, func(_ []byte, e *logline.Event) error { got = append(got, string(e.ID)); return nil }, &st)
+	r.sort.budget = 4 << 10 // about 40 lines per sorted chunk
+	if err := r.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("merge order broken: got %v", head(got))
+	}
+}
+
+// testDamagedFrame: a truncated zstd frame ends that blob (counted); the
+// lines of its complete frames are returned, other blobs are unaffected.
+func testDamagedFrame(t *testing.T, s blobsink.Store) {
+	name := "dz/2026/11/21/1600/000001.log.zst"
+	var evs [][]logline.Event
+	for f := range 3 {
+		var fl []logline.Event
+		for i := range 20 {
+			fl = append(fl, mkEvent("dz", at(16, f, i), logline.LevelInfo, fmt.Sprintf("%d-%d", f, i), "frame", ""))
+		}
+		evs = append(evs, fl)
+	}
+	writeBlob(t, s, name, evs[:2], false)
+	st, err := s.Stat(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := st.Size
+	frame := encodeFrame(t, blobsink.CompressZstd, logline.AppendLine(nil, &evs[2][0]))
+	appendRaw(t, s, name, &off, frame[:len(frame)/2])
+	writeBlob(t, s, "dz/2026/11/21/1600/000002.log.gz", [][]logline.Event{{mkEvent("dz", at(16, 59, 0), logline.LevelInfo, "gz", "ok", "")}}, true)
+	got, stats := collect(t, s, Query{Services: []string{"dz"}, From: at(16, 0, 0), To: at(17, 0, 0)})
+	if len(got) != 41 || got[40] != "gz" || stats.BlobsDamaged != 1 || stats.BlobsRead != 2 {
+		t.Fatalf("got %d events (%v), stats %+v", len(got), head(got), stats)
+	}
+}
+
+// testOpenBlob: `ingest cat` sees the decoded lines of every frame.
+func testOpenBlob(t *testing.T, s blobsink.Store) {
+	ctx := context.Background()
+	for _, c := range []blobsink.Compression{blobsink.CompressNone, blobsink.CompressZstd, blobsink.CompressGzip} {
+		name := blobsink.BlobName("cat/2026/11/21/1600", 1+len(c), c)
+		var want []byte
+		var flushes [][]logline.Event
+		for f := range 3 {
+			var fl []logline.Event
+			for i := range 5 {
+				e := mkEvent("cat", at(16, f, i), logline.LevelDebug, "x", "m", "")
+				want = logline.AppendLine(want, &e)
+				fl = append(fl, e)
+			}
+			flushes = append(flushes, fl)
+		}
+		writeBlob(t, s, name, flushes, true)
+		rc, err := OpenBlob(ctx, s, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		_, err = got.ReadFrom(rc)
+		rc.Close()
+		if err != nil || !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("%s: err %v, got %d bytes want %d", name, err, got.Len(), len(want))
+		}
+		// An empty blob (created, never appended) has no lines.
+		empty := blobsink.BlobName("cat/2026/11/21/1700", 1+len(c), c)
+		if err := s.Create(ctx, empty, nil); err != nil {
+			t.Fatal(err)
+		}
+		rc, err = OpenBlob(ctx, s, empty)
+		if err != nil {
+			t.Fatalf("%s: %v", empty, err)
+		}
+		got.Reset()
+		_, err = got.ReadFrom(rc)
+		rc.Close()
+		if err != nil || got.Len() != 0 {
+			t.Fatalf("%s: %v, %d bytes", empty, err, got.Len())
+		}
+	}
+	if _, err := OpenBlob(ctx, s, "cat/2026/11/21/1600/000009.log"); !errors.Is(err, blobsink.ErrNotFound) {
+		t.Fatalf("missing blob: %v", err)
+	}
+}
+
+// testCancel: a cancelled context stops the query with its error.
+func testCancel(t *testing.T, s blobsink.Store) {
+	var evs []logline.Event
+	for i := range 5000 {
+		evs = append(evs, mkEvent("c", at(16, 0, 0).Add(time.Duration(i)*time.Millisecond), logline.LevelInfo, fmt.Sprint(i), "m", ""))
+	}
+	writeBlob(t, s, "c/2026/11/21/1600/000001.log", [][]logline.Event{evs}, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := Run(ctx, s, Query{Services: []string{"c"}, From: at(16, 0, 0), To: at(17, 0, 0)}, func([]byte, *logline.Event) error {
+		n++
+		if n == 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n > 1024+10 {
+		t.Fatalf("err %v after %d events", err, n)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Query{Services: []string{"a"}, From: at(1, 0, 0), To: at(2, 0, 0)}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []Query{
+		{From: at(1, 0, 0), To: at(2, 0, 0)},
+		{Services: []string{""}, From: at(1, 0, 0), To: at(2, 0, 0)},
+		{Services: []string{"a"}, From: at(2, 0, 0), To: at(2, 0, 0)},
+		{Services: []string{"a"}, To: at(2, 0, 0)},
+		{Services: []string{"a"}, From: at(1, 0, 0), To: at(2, 0, 0), Limit: -1},
+		{Services: []string{"a"}, From: at(1, 0, 0), To: at(2, 0, 0), Config: Config{SortBytes: 10}},
+	} {
+		if err := q.Validate(); err == nil || !strings.HasPrefix(err.Error(), "cannot ") {
+			t.Errorf("Validate(%+v) = %v", q, err)
+		}
+	}
+}
+
+func TestParseServices(t *testing.T) {
+	f := func(in string, want ...string) {
+		t.Helper()
+		if got := ParseServices(in); !slices.Equal(got, want) {
+			t.Fatalf("ParseServices(%q) = %q, want %q", in, got, want)
+		}
+	}
+	f("api", "api")
+	f(" api, web ,api,,", "api", "web")
+	f("api,*", "*")
+	f("")
+}
+
+func TestHourIndex(t *testing.T) {
+	f := func(name, prefix string, n, want int, wantOK bool) {
+		t.Helper()
+		if i, ok := hourIndex(name, prefix, n); i != want || ok != wantOK {
+			t.Fatalf("hourIndex(%q, %q) = %d %v", name, prefix, i, ok)
+		}
+	}
+	f("a/2026/11/21/1600/000001.log", "a/2026/11/21/1600/", 1, 0, true)
+	f("a/2026/11/21/1600/000001.log.zst", "a/2026/11/21/", 24, 16, true)
+	f("a/2026/11/21/2300/000002.log.gz", "a/2026/11/21/", 24, 23, true)
+	f("a/2026/11/21/2400/000002.log.gz", "a/2026/11/21/", 24, 0, false)
+	f("a/2026/11/21/1630/000001.log", "a/2026/11/21/", 24, 0, false)
+	f("a/2026/11/21/1600/x/000001.log", "a/2026/11/21/1600/", 1, 0, false)
+	f("a/2026/11/21/1600/notes.txt", "a/2026/11/21/1600/", 1, 0, false)
+}
