@@ -93,21 +93,28 @@ func unhex(c byte) (byte, bool) {
 }
 
 // ValidKey reports whether s may be used as an Azure PartitionKey or RowKey:
-// valid UTF-8, at most MaxKeyBytes, none of / \ # ? and no control character
-// (U+0000..U+001F, U+007F..U+009F). The table sinks check every key with it
-// because Azurite accepts keys that Azure refuses.
+// valid UTF-8, at most MaxKeyBytes once UTF-16 encoded (Azure sizes strings
+// in UTF-16), none of / \ # ? and no control character (U+0000..U+001F,
+// U+007F..U+009F). The table sinks check every key with it because Azurite
+// accepts keys that Azure refuses.
 func ValidKey(s string) bool {
-	if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
+	if len(s) > 2*MaxKeyBytes || !utf8.ValidString(s) {
 		return false
 	}
+	units := 0
 	for _, r := range s {
 		switch {
 		case r < 0x20, r >= 0x7f && r <= 0x9f, r == '/', r == '\\', r == '#', r == '?':
 			return false
+		case r >= 0x10000:
+			units += 2
+		default:
+			units++
 		}
 	}
-	return true
+	return 2*units <= MaxKeyBytes
 }
 
-// MaxKeyBytes is Azure's limit on the size of a PartitionKey or RowKey (1 KiB).
+// MaxKeyBytes is Azure's limit on the size of a PartitionKey or RowKey:
+// 1 KiB of UTF-16, 512 characters of the Basic Multilingual Plane.
 const MaxKeyBytes = 1024
