@@ -26,7 +26,7 @@
 // message, msg or log; every other field lands in the event's attrs object
 // in input order. Events without an id get a generated one (see ids.go).
 //
-// Performance: a Parser is pooled per-request state (a fastjson parser,
+// Performance: a Parser is pooled per-request state (a one-pass JSON scanner,
 // scratch buffers, the event handed to emit), so after warm-up parsing
 // NDJSON allocates nothing per event; emitted events point into the body
 // and the scratch space and are valid only during the callback.

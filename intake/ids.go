@@ -2,7 +2,6 @@ package intake
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -16,45 +15,51 @@ const IDLen = ulid.EncodedSize
 // request therefore sort in event order, and two requests collide only if
 // their random parts land within a batch length of each other: a chance of
 // about n/2^79 for n events, across instances and restarts alike, with no
-// coordination. Each id costs an add and a base32 encode, no allocation.
+// coordination.
+//
+// The 80 random bits are exactly the last 16 base32 characters, so adding
+// one is an odometer step on the text: no re-encoding, no allocation.
 type idGen struct {
-	base ulid.ULID
-	hi   uint16 // the top 16 random bits, bytes 6..7
-	lo   uint64 // the low 64 random bits, bytes 8..15
-	n    uint64 // ids handed out since reset
-	init bool
+	text [IDLen]byte
+	init bool // text holds the last id handed out
 }
 
-// reset starts a new request: the next id draws fresh randomness lazily, so
-// a request whose events all carry ids pays nothing.
-func (g *idGen) reset() { g.init = false; g.n = 0 }
+// reset starts a new request. The randomness is drawn lazily, so a request
+// whose events all carry ids pays nothing.
+func (g *idGen) reset() { g.init = false }
 
-// next appends the next id to dst.
+// crockford is ULID's base32 alphabet; crockfordNext maps each of its
+// characters to the following one.
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+var crockfordNext = func() (t [256]byte) {
+	for i := 0; i+1 < len(crockford); i++ {
+		t[crockford[i]] = crockford[i+1]
+	}
+	return t
+}()
+
+// next appends the next id to dst; nowNano dates the request's first id.
 func (g *idGen) next(dst []byte, nowNano int64) []byte {
 	if !g.init {
+		var id ulid.ULID
 		ms := uint64(0)
 		if nowNano > 0 {
-			ms = uint64(nowNano / 1e6)
+			ms = min(uint64(nowNano/1e6), ulid.MaxTime())
 		}
-		if ms > ulid.MaxTime() {
-			ms = ulid.MaxTime()
-		}
-		_ = g.base.SetTime(ms)
-		_, _ = rand.Read(g.base[6:]) // crypto/rand never fails on supported platforms
-		g.hi = binary.BigEndian.Uint16(g.base[6:8])
-		g.lo = binary.BigEndian.Uint64(g.base[8:16])
+		_ = id.SetTime(ms)
+		_, _ = rand.Read(id[6:]) // crypto/rand does not fail on supported platforms
+		_ = id.MarshalTextTo(g.text[:])
 		g.init = true
+		return append(dst, g.text[:]...)
 	}
-	id := g.base
-	lo := g.lo + g.n
-	hi := g.hi
-	if lo < g.lo { // carry into the top bits; wrapping the 80 bits is harmless
-		hi++
+	// Add one to the random part; wrapping around its 80 bits is harmless.
+	for i := IDLen - 1; i >= IDLen-16; i-- {
+		if c := g.text[i]; c != 'Z' {
+			g.text[i] = crockfordNext[c]
+			break
+		}
+		g.text[i] = '0'
 	}
-	g.n++
-	binary.BigEndian.PutUint16(id[6:8], hi)
-	binary.BigEndian.PutUint64(id[8:16], lo)
-	var b [IDLen]byte
-	_ = id.MarshalTextTo(b[:])
-	return append(dst, b[:]...)
+	return append(dst, g.text[:]...)
 }

@@ -27,11 +27,7 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 	switch f {
 	case FormatNDJSON:
 		forEachLine(body, &r, func(n int, line []byte) {
-			o, msg := p.parseJSON(line)
-			if msg == "" {
-				msg = p.eventFromObject(o)
-			}
-			if msg != "" {
+			if msg := p.eventFromLine(line); msg != "" {
 				r.reject(n, msg)
 				return
 			}
@@ -43,11 +39,7 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 			return r, err
 		}
 		p.forEachElement(body, &r, func(n int, elem []byte) {
-			o, msg := p.parseJSON(elem)
-			if msg == "" {
-				msg = p.eventFromObject(o)
-			}
-			if msg != "" {
+			if msg := p.eventFromLine(elem); msg != "" {
 				r.reject(n, msg)
 				return
 			}

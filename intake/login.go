@@ -3,8 +3,6 @@ package intake
 import (
 	"bytes"
 	"net/http"
-
-	"github.com/valyala/fastjson"
 )
 
 // Login is one login attempt (POST /v1/logins). Byte fields point into the
@@ -48,11 +46,7 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
 	each := func(n int, b []byte) {
-		o, msg := p.parseJSON(b)
-		if msg == "" {
-			msg = p.loginFromObject(o)
-		}
-		if msg != "" {
+		if msg := p.loginFromLine(b); msg != "" {
 			r.reject(n, msg)
 			return
 		}
@@ -74,62 +68,62 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 	return r, nil
 }
 
-// loginFromObject fills p.lg; it returns "" or why the line is rejected.
-func (p *Parser) loginFromObject(o *fastjson.Object) string {
+// loginFromLine fills p.lg from one JSON object; it returns "" or why the
+// line is rejected.
+func (p *Parser) loginFromLine(b []byte) string {
 	lg := &p.lg
 	*lg = Login{}
 	p.attrs = p.attrs[:0]
 	var haveTime, haveUser, haveIP, haveUA, haveID bool
-	var bad string
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if bad != "" {
-			return
-		}
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags uint8, i int) (int, string) {
+		// Each known field is taken once; a repeat, or a value of the wrong
+		// kind, is kept among the properties.
 		switch loginField(key) {
 		case fieldUser:
-			if s, ok := p.textOf(v, &p.svc); ok && !haveUser {
-				lg.User, haveUser = s, true
-				return
+			if !haveUser {
+				if s, end, ok := textAt(b, i, &p.svc); ok {
+					lg.User, haveUser = s, true
+					return end, ""
+				}
 			}
 		case fieldTime:
-			if haveTime {
-				break
+			if !haveTime {
+				t, end, msg := p.timeAt(b, i, key)
+				lg.Time, haveTime = t, true
+				return end, msg
 			}
-			t, msg := p.timeOf(key, v)
-			if msg != "" {
-				bad = msg
-				return
-			}
-			lg.Time, haveTime = t, true
-			return
 		case fieldSuccess:
-			if lg.HasSuccess {
-				break
+			if !lg.HasSuccess {
+				v, end, ok := p.boolAt(b, i)
+				if !ok {
+					return end, `cannot parse field "success": want true or false`
+				}
+				lg.Success, lg.HasSuccess = v, true
+				return end, ""
 			}
-			ok, valid := p.boolOf(v)
-			if !valid {
-				bad = `cannot parse field "success": want true or false`
-				return
-			}
-			lg.Success, lg.HasSuccess = ok, true
-			return
 		case fieldIP:
-			if s, ok := p.textOf(v, &p.host); ok && !haveIP {
-				lg.IP, haveIP = s, true
-				return
+			if !haveIP {
+				if s, end, ok := textAt(b, i, &p.host); ok {
+					lg.IP, haveIP = s, true
+					return end, ""
+				}
 			}
 		case fieldUA:
-			if s, ok := p.textOf(v, &p.ua); ok && !haveUA {
-				lg.UA, haveUA = s, true
-				return
+			if !haveUA {
+				if s, end, ok := textAt(b, i, &p.ua); ok {
+					lg.UA, haveUA = s, true
+					return end, ""
+				}
 			}
 		case fieldID:
-			if s, ok := p.textOf(v, &p.id); ok && !haveID {
-				lg.ID, haveID = s, len(s) > 0
-				return
+			if !haveID {
+				if s, end, ok := textAt(b, i, &p.id); ok {
+					lg.ID, haveID = s, len(s) > 0
+					return end, ""
+				}
 			}
 		}
-		p.addAttr(key, v)
+		return p.attrAt(b, rawKey, keyFlags, i)
 	})
 	if bad != "" {
 		return bad
@@ -151,28 +145,24 @@ func (p *Parser) loginFromObject(o *fastjson.Object) string {
 	return ""
 }
 
-// boolOf reads true/false, the strings "true"/"false" in any case, and
-// 1/0 as a number or string.
-func (p *Parser) boolOf(v *fastjson.Value) (val, ok bool) {
-	var s []byte
-	switch v.Type() {
-	case fastjson.TypeTrue:
-		return true, true
-	case fastjson.TypeFalse:
-		return false, true
-	case fastjson.TypeString:
-		s, _ = v.StringBytes()
-	case fastjson.TypeNumber:
-		p.num = v.MarshalTo(p.num[:0])
-		s = p.num
-	default:
-		return false, false
+// boolAt reads true/false, the strings "true"/"false" in any case, and 1/0
+// as a number or a string.
+func (p *Parser) boolAt(b []byte, i int) (val bool, end int, ok bool) {
+	if end := literal(b, i, "true"); end >= 0 {
+		return true, end, true
+	}
+	if end := literal(b, i, "false"); end >= 0 {
+		return false, end, true
+	}
+	s, end, ok := textAt(b, i, &p.num)
+	if !ok {
+		return false, i, false
 	}
 	switch {
 	case bytes.EqualFold(s, []byte("true")) || string(s) == "1":
-		return true, true
+		return true, end, true
 	case bytes.EqualFold(s, []byte("false")) || string(s) == "0":
-		return false, true
+		return false, end, true
 	}
-	return false, false
+	return false, end, false
 }

@@ -122,11 +122,11 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 				continue
 			}
 		}
-		p.attrs = p.attrKey(p.attrs, []byte(kv.GetKey()))
+		p.attrs = attrName(p.attrs, kv.GetKey())
 		p.attrs = appendAnyValue(p.attrs, kv.GetValue())
 	}
 	if name := rec.GetEventName(); name != "" {
-		p.attrs = p.attrKey(p.attrs, []byte("event.name"))
+		p.attrs = attrName(p.attrs, "event.name")
 		p.attrs = logline.AppendQuoted(p.attrs, []byte(name))
 	}
 	if len(p.res) > 0 {
@@ -138,19 +138,19 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 		}
 	}
 	if scope != "" {
-		p.attrs = p.attrKey(p.attrs, []byte("scope.name"))
+		p.attrs = attrName(p.attrs, "scope.name")
 		p.attrs = logline.AppendQuoted(p.attrs, []byte(scope))
 	}
 	if !isZero(rec.GetTraceId()) {
-		p.attrs = p.attrKey(p.attrs, []byte("trace_id"))
+		p.attrs = attrName(p.attrs, "trace_id")
 		p.attrs = appendTraceID(p.attrs, rec.GetTraceId(), jsonForm)
 	}
 	if !isZero(rec.GetSpanId()) {
-		p.attrs = p.attrKey(p.attrs, []byte("span_id"))
+		p.attrs = attrName(p.attrs, "span_id")
 		p.attrs = appendTraceID(p.attrs, rec.GetSpanId(), jsonForm)
 	}
 	if unknownSeverity {
-		p.attrs = p.attrKey(p.attrs, []byte("severity_text"))
+		p.attrs = attrName(p.attrs, "severity_text")
 		p.attrs = logline.AppendQuoted(p.attrs, []byte(rec.GetSeverityText()))
 	}
 
@@ -259,4 +259,16 @@ func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
 		return append(dst, '}')
 	}
 	return append(dst, "null"...)
+}
+
+// attrName opens the attrs object or adds a comma, then appends key quoted
+// and a colon.
+func attrName(dst []byte, key string) []byte {
+	if len(dst) == 0 {
+		dst = append(dst, '{')
+	} else {
+		dst = append(dst, ',')
+	}
+	dst = logline.AppendQuoted(dst, []byte(key))
+	return append(dst, ':')
 }

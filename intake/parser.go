@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valyala/fastjson"
-
 	"ingest/logline"
 )
 
@@ -73,12 +71,11 @@ type Defaults struct {
 
 var defaultService = []byte("default")
 
-// Parser holds the reusable state of one request: a JSON parser, scratch
-// buffers and the event handed to emit. It is not safe for concurrent use.
+// Parser holds the reusable state of one request: scratch buffers, the id
+// generator and the event handed to emit. It is not safe for concurrent use.
 // Take one with GetParser and return it with PutParser; after warm-up,
 // parsing NDJSON allocates nothing per event.
 type Parser struct {
-	jp fastjson.Parser
 	ev logline.Event
 	lg Login
 
@@ -90,12 +87,12 @@ type Parser struct {
 	ua    []byte // ua given as a number
 	num   []byte // a number's text
 	res   []byte // OTLP resource attributes, each after a comma
+	key   []byte // a key with escapes, unescaped
 	ids   idGen
 	spans []span // array element bounds
 
 	service []byte // resolved default service of this request
 	now     int64  // resolved default time of this request
-	big     bool   // a line larger than retainBytes went through jp
 }
 
 var parserPool sync.Pool
@@ -115,11 +112,7 @@ func GetParser() *Parser {
 // longer be used. Buffers grown past a few hundred KiB are dropped, not
 // pooled.
 func PutParser(p *Parser) {
-	if p.big {
-		p.jp = fastjson.Parser{}
-		p.big = false
-	}
-	for _, b := range []*[]byte{&p.attrs, &p.msg, &p.svc, &p.host, &p.id, &p.ua, &p.num, &p.res} {
+	for _, b := range []*[]byte{&p.attrs, &p.msg, &p.svc, &p.host, &p.id, &p.ua, &p.num, &p.res, &p.key} {
 		if cap(*b) > retainBytes {
 			*b = nil
 		}
@@ -146,22 +139,6 @@ func (p *Parser) begin(d *Defaults) {
 	p.ids.reset()
 }
 
-// parseJSON parses one line or element with the reusable fastjson parser.
-func (p *Parser) parseJSON(b []byte) (*fastjson.Object, string) {
-	if len(b) > retainBytes {
-		p.big = true
-	}
-	v, err := p.jp.ParseBytes(b)
-	if err != nil {
-		return nil, err.Error()
-	}
-	o, err := v.Object()
-	if err != nil {
-		return nil, "line is not a JSON object: it is " + v.Type().String()
-	}
-	return o, ""
-}
-
 // fieldKind classifies the keys with a meaning of their own.
 type fieldKind uint8
 
@@ -181,85 +158,121 @@ const (
 )
 
 func eventField(key []byte) fieldKind {
-	switch string(key) { // compiled to comparisons, no allocation
-	case "ts", "timestamp", "time", "@timestamp", "date":
-		return fieldTime
-	case "level", "severity":
-		return fieldLevel
-	case "service":
-		return fieldService
-	case "host":
-		return fieldHost
-	case "id":
-		return fieldID
-	case "message", "msg", "log":
-		return fieldMessage
+	// By length first: this runs for every field of every event.
+	switch len(key) {
+	case 2:
+		switch string(key) {
+		case "ts":
+			return fieldTime
+		case "id":
+			return fieldID
+		}
+	case 3:
+		switch string(key) {
+		case "msg", "log":
+			return fieldMessage
+		}
+	case 4:
+		switch string(key) {
+		case "time", "date":
+			return fieldTime
+		case "host":
+			return fieldHost
+		}
+	case 5:
+		if string(key) == "level" {
+			return fieldLevel
+		}
+	case 7:
+		switch string(key) {
+		case "message":
+			return fieldMessage
+		case "service":
+			return fieldService
+		}
+	case 8:
+		if string(key) == "severity" {
+			return fieldLevel
+		}
+	case 9:
+		if string(key) == "timestamp" {
+			return fieldTime
+		}
+	case 10:
+		if string(key) == "@timestamp" {
+			return fieldTime
+		}
 	}
 	return fieldAttr
 }
 
-// eventFromObject fills p.ev from one JSON object. It returns "" on success
-// or why the line is rejected.
-func (p *Parser) eventFromObject(o *fastjson.Object) string {
+// eventFromLine fills p.ev from one JSON object (a line or an array
+// element). It returns "" on success or why the line is rejected.
+func (p *Parser) eventFromLine(b []byte) string {
 	ev := &p.ev
 	ev.Reset()
 	p.attrs = p.attrs[:0]
 	var haveTime, haveLevel, haveMsg, haveID, haveService, haveHost bool
-	var bad string
-	o.Visit(func(key []byte, v *fastjson.Value) {
-		if bad != "" {
-			return
-		}
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags uint8, i int) (int, string) {
 		switch eventField(key) {
 		case fieldTime:
-			if haveTime {
-				break
+			if !haveTime {
+				t, end, msg := p.timeAt(b, i, key)
+				ev.Time, haveTime = t, true
+				return end, msg
 			}
-			t, msg := p.timeOf(key, v)
-			if msg != "" {
-				bad = msg
-				return
-			}
-			ev.Time, haveTime = t, true
-			return
 		case fieldLevel:
-			if haveLevel {
-				break
+			if !haveLevel {
+				if l, end, ok := p.levelAt(b, i); ok {
+					ev.Level, haveLevel = l, true
+					return end, ""
+				}
+				// An unknown level keeps its spelling as an attribute.
 			}
-			if l, ok := p.levelOf(v); ok {
-				ev.Level, haveLevel = l, true
-				return
-			}
-			// An unknown level keeps its spelling as an attribute.
 		case fieldService:
-			if s, ok := p.textOf(v, &p.svc); ok && !haveService {
+			if haveService {
+				break // a repeated field is kept as an attribute
+			}
+			if s, end, ok := textAt(b, i, &p.svc); ok {
 				ev.Service, haveService = s, true // empty: the default applies
-				return
+				return end, ""
 			}
 		case fieldHost:
-			if s, ok := p.textOf(v, &p.host); ok && !haveHost {
-				ev.Host, haveHost = s, true
-				return
-			}
-		case fieldID:
-			if s, ok := p.textOf(v, &p.id); ok && !haveID {
-				ev.ID, haveID = s, len(s) > 0 // empty: one is generated
-				return
-			}
-		case fieldMessage:
-			if haveMsg {
+			if haveHost {
 				break
 			}
-			haveMsg = true
-			if v.Type() == fastjson.TypeString {
-				ev.Message, _ = v.StringBytes()
-			} else {
-				p.msg = p.appendJSON(p.msg[:0], v)
-				ev.Message = p.msg
+			if s, end, ok := textAt(b, i, &p.host); ok {
+				ev.Host, haveHost = s, true
+				return end, ""
 			}
-			return
+		case fieldID:
+			if haveID {
+				break
+			}
+			if s, end, ok := textAt(b, i, &p.id); ok {
+				ev.ID, haveID = s, len(s) > 0 // empty: one is generated
+				return end, ""
+			}
+		case fieldMessage:
+			if !haveMsg {
+				haveMsg = true
+				if b[i] == '"' {
+					s, end, ok := content(b, i, &p.msg)
+					if !ok {
+						return end, "cannot parse JSON: a string is not terminated"
+					}
+					ev.Message = s
+					return end, ""
+				}
+				// Any other value is kept as its JSON text.
+				var end int
+				var msg string
+				p.msg, end, msg = appendValue(p.msg[:0], b, i, 0)
+				ev.Message = p.msg
+				return end, msg
+			}
 		}
-		p.addAttr(key, v)
+		return p.attrAt(b, rawKey, keyFlags, i)
 	})
 	if bad != "" {
 		return bad
@@ -290,158 +303,111 @@ func (p *Parser) finishEvent(haveTime, haveID bool) {
 	}
 }
 
-// addAttr appends "key":value to the attrs object being built.
-func (p *Parser) addAttr(key []byte, v *fastjson.Value) {
-	p.attrs = p.attrKey(p.attrs, key)
-	p.attrs = p.appendJSON(p.attrs, v)
+// attrAt appends "key":value, the value read from b[i], to the attrs
+// object being built, and returns the index after the value.
+func (p *Parser) attrAt(b, rawKey []byte, keyFlags uint8, i int) (int, string) {
+	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
+	var end int
+	var msg string
+	p.attrs, end, msg = appendValue(p.attrs, b, i, 0)
+	return end, msg
 }
 
-// attrKey opens the object or adds a comma, then appends the quoted key
-// and a colon.
-func (p *Parser) attrKey(dst, key []byte) []byte {
+// attrKey opens the object or adds a comma, then appends the key (raw
+// JSON string contents) and a colon.
+func (p *Parser) attrKey(dst, rawKey []byte, keyFlags uint8) []byte {
 	if len(dst) == 0 {
 		dst = append(dst, '{')
 	} else {
 		dst = append(dst, ',')
 	}
-	dst = logline.AppendQuoted(dst, key)
+	dst = appendString(dst, rawKey, keyFlags)
 	return append(dst, ':')
 }
 
-// appendJSON appends v as compact, valid JSON. fastjson's own MarshalTo is
-// not used: it writes Go escapes (\x01) and lets raw control bytes,
-// invalid UTF-8 and NaN through, any of which would break a stored line.
-func (p *Parser) appendJSON(dst []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeString:
-		s, _ := v.StringBytes()
-		return logline.AppendQuoted(dst, s)
-	case fastjson.TypeNumber:
-		start := len(dst)
-		dst = v.MarshalTo(dst)
-		if !validNumber(dst[start:]) { // fastjson accepts NaN, Inf, +1, 1e
-			p.num = append(p.num[:0], dst[start:]...)
-			dst = logline.AppendQuoted(dst[:start], p.num)
+// textAt reads a string's text or a number's digits at b[i] (a string
+// with escapes is unescaped into *buf); ok is false for other values,
+// which stay attributes.
+func textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
+	switch c := b[i]; {
+	case c == '"':
+		return content(b, i, buf)
+	case c == '-' || c >= '0' && c <= '9':
+		if end := scanNumber(b, i); end >= 0 {
+			return b[i:end], end, true
 		}
-		return dst
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		dst = append(dst, '{')
-		first := true
-		o.Visit(func(k []byte, vv *fastjson.Value) {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = logline.AppendQuoted(dst, k)
-			dst = append(dst, ':')
-			dst = p.appendJSON(dst, vv)
-		})
-		return append(dst, '}')
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		dst = append(dst, '[')
-		for i, vv := range a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = p.appendJSON(dst, vv)
-		}
-		return append(dst, ']')
-	case fastjson.TypeTrue:
-		return append(dst, "true"...)
-	case fastjson.TypeFalse:
-		return append(dst, "false"...)
 	}
-	return append(dst, "null"...)
+	return nil, i, false
 }
 
-// validNumber reports whether b is a JSON number:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func validNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
+// levelAt maps a level field at b[i]; ok is false for spellings and values
+// it does not know, which the caller keeps as attributes.
+func (p *Parser) levelAt(b []byte, i int) (logline.Level, int, bool) {
+	s, end, ok := textAt(b, i, &p.num)
+	if !ok {
+		return logline.LevelNone, i, false
 	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(b)
-}
-
-// textOf returns a string value's text or a number's digits (copied into
-// *buf); ok is false for other types, which stay attributes.
-func (p *Parser) textOf(v *fastjson.Value, buf *[]byte) ([]byte, bool) {
-	switch v.Type() {
-	case fastjson.TypeString:
-		s, _ := v.StringBytes()
-		return s, true
-	case fastjson.TypeNumber:
-		*buf = v.MarshalTo((*buf)[:0])
-		return *buf, true
-	}
-	return nil, false
-}
-
-// levelOf maps a level field; ok is false for spellings it does not know.
-func (p *Parser) levelOf(v *fastjson.Value) (logline.Level, bool) {
-	switch v.Type() {
-	case fastjson.TypeString:
-		s, _ := v.StringBytes()
-		return logline.ParseLevel(s)
-	case fastjson.TypeNumber:
-		p.num = v.MarshalTo(p.num[:0])
-		n, ok := smallInt(p.num)
+	if b[i] != '"' {
+		n, ok := smallInt(s)
 		if !ok {
-			return logline.LevelNone, false
+			return logline.LevelNone, i, false
 		}
-		return logline.LevelFromNumber(n)
+		l, ok := logline.LevelFromNumber(n)
+		return l, end, ok
 	}
-	return logline.LevelNone, false
+	l, ok := parseLevel(s)
+	return l, end, ok
 }
 
-// timeOf parses a timestamp field; msg says why it cannot.
-func (p *Parser) timeOf(key []byte, v *fastjson.Value) (int64, string) {
-	var text []byte
-	switch v.Type() {
-	case fastjson.TypeString:
-		text, _ = v.StringBytes()
-	case fastjson.TypeNumber:
-		p.num = v.MarshalTo(p.num[:0])
-		text = p.num
-	default:
-		return 0, fmt.Sprintf("cannot parse field %q: the timestamp is a JSON %s, want a string or a number", key, v.Type())
+// parseLevel is logline.ParseLevel with the usual spellings first, which
+// spares the common case a map lookup.
+func parseLevel(s []byte) (logline.Level, bool) {
+	switch string(s) {
+	case "info", "INFO":
+		return logline.LevelInfo, true
+	case "debug", "DEBUG":
+		return logline.LevelDebug, true
+	case "warn", "WARN", "warning", "WARNING":
+		return logline.LevelWarn, true
+	case "error", "ERROR":
+		return logline.LevelError, true
+	case "trace", "TRACE":
+		return logline.LevelTrace, true
+	case "fatal", "FATAL":
+		return logline.LevelFatal, true
+	}
+	return logline.ParseLevel(s)
+}
+
+// timeAt parses the timestamp field key at b[i]; msg says why it cannot.
+func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, msg string) {
+	text, end, ok := textAt(b, i, &p.num)
+	if !ok {
+		if _, end, msg := appendValue(p.num[:0], b, i, 0); msg != "" {
+			return 0, end, msg
+		}
+		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonKind(b[i]))
 	}
 	t, err := ParseTimestamp(text)
 	if err != nil {
-		return 0, fmt.Sprintf("cannot parse field %q: %q %v", key, clip(text), err)
+		return 0, end, fmt.Sprintf("cannot parse field %q: %q %v", key, clip(text), err)
 	}
-	return t, ""
+	return t, end, ""
+}
+
+// jsonKind names the kind of JSON value starting with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "not a string or a number"
 }
 
 // clip shortens a value quoted in an error message.

@@ -125,87 +125,49 @@ func epochFloat(b []byte) (int64, error) {
 // It does the calendar arithmetic itself: time.Parse allocates on errors
 // and costs several times more on the per-event path.
 func parseRFC3339(b []byte) (int64, error) {
-	num := func(s []byte) (int64, bool) {
-		var n int64
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int64(c-'0')
-		}
-		return n, true
-	}
 	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
 		return 0, errTimeSyntax
 	}
-	y, ok1 := num(b[0:4])
-	mo, ok2 := num(b[5:7])
-	d, ok3 := num(b[8:10])
-	if !(ok1 && ok2 && ok3) || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
+	y := d2(b, 0)*100 + d2(b, 2)
+	mo, d := d2(b, 5), d2(b, 8)
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
 		return 0, errTimeSyntax
 	}
 	var h, mi, s, frac, offset int64
-	rest := b[10:]
-	if len(rest) > 0 {
-		if c := rest[0]; c != 'T' && c != 't' && c != ' ' || len(rest) < 6 || rest[3] != ':' {
+	if len(b) > 10 {
+		if c := b[10]; c != 'T' && c != 't' && c != ' ' || len(b) < 16 || b[13] != ':' {
 			return 0, errTimeSyntax
 		}
-		var okh, okm bool
-		h, okh = num(rest[1:3])
-		mi, okm = num(rest[4:6])
-		if !okh || !okm || h > 23 || mi > 59 {
+		h, mi = d2(b, 11), d2(b, 14)
+		if h < 0 || h > 23 || mi < 0 || mi > 59 {
 			return 0, errTimeSyntax
 		}
-		rest = rest[6:]
-		if len(rest) > 0 && rest[0] == ':' {
-			var oks bool
-			if len(rest) < 3 {
+		i := 16
+		if i < len(b) && b[i] == ':' {
+			if len(b) < 19 {
 				return 0, errTimeSyntax
 			}
-			if s, oks = num(rest[1:3]); !oks || s > 60 {
+			if s = d2(b, 17); s < 0 || s > 60 {
 				return 0, errTimeSyntax
 			}
-			rest = rest[3:]
-			if len(rest) > 0 && (rest[0] == '.' || rest[0] == ',') {
-				i := 1
+			i = 19
+			if i < len(b) && (b[i] == '.' || b[i] == ',') {
+				i++
+				start := i
 				scale := int64(1e9)
-				for ; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+				for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
 					if scale > 1 {
 						scale /= 10
-						frac += int64(rest[i]-'0') * scale
+						frac += int64(b[i]-'0') * scale
 					}
 				}
-				if i == 1 {
+				if i == start {
 					return 0, errTimeSyntax
 				}
-				rest = rest[i:]
 			}
 		}
-		switch {
-		case len(rest) == 0:
-		case len(rest) == 1 && (rest[0] == 'Z' || rest[0] == 'z'):
-		case rest[0] == '+' || rest[0] == '-':
-			z := rest[1:]
-			var oh, om int64
-			var okh, okm bool = false, true
-			switch {
-			case len(z) == 2:
-				oh, okh = num(z)
-			case len(z) == 4:
-				oh, okh = num(z[:2])
-				om, okm = num(z[2:])
-			case len(z) == 5 && z[2] == ':':
-				oh, okh = num(z[:2])
-				om, okm = num(z[3:])
-			}
-			if !okh || !okm || oh > 23 || om > 59 {
-				return 0, errTimeSyntax
-			}
-			offset = oh*3600 + om*60
-			if rest[0] == '-' {
-				offset = -offset
-			}
-		default:
+		var ok bool
+		if offset, ok = zoneOffset(b[i:]); !ok {
 			return 0, errTimeSyntax
 		}
 	}
@@ -218,6 +180,50 @@ func parseRFC3339(b []byte) (int64, error) {
 		return 0, errTimeRange
 	}
 	return t, nil
+}
+
+// d2 returns the two-digit number at b[i:i+2], or a negative number when
+// either byte is not a digit. The caller checks the length.
+func d2(b []byte, i int) int64 {
+	c0, c1 := b[i]-'0', b[i+1]-'0'
+	if c0 > 9 || c1 > 9 {
+		return -1000
+	}
+	return int64(c0)*10 + int64(c1)
+}
+
+// zoneOffset reads the zone suffix: nothing (UTC), Z, or ±hh:mm, ±hhmm, ±hh.
+func zoneOffset(z []byte) (secs int64, ok bool) {
+	switch {
+	case len(z) == 0:
+		return 0, true
+	case len(z) == 1:
+		return 0, z[0] == 'Z' || z[0] == 'z'
+	case z[0] != '+' && z[0] != '-':
+		return 0, false
+	}
+	var oh, om int64
+	switch len(z) {
+	case 3:
+		oh = d2(z, 1)
+	case 5:
+		oh, om = d2(z, 1), d2(z, 3)
+	case 6:
+		if z[3] != ':' {
+			return 0, false
+		}
+		oh, om = d2(z, 1), d2(z, 4)
+	default:
+		return 0, false
+	}
+	if oh < 0 || oh > 23 || om < 0 || om > 59 {
+		return 0, false
+	}
+	secs = oh*3600 + om*60
+	if z[0] == '-' {
+		secs = -secs
+	}
+	return secs, true
 }
 
 func daysIn(y, m int64) int64 {

@@ -1,0 +1,210 @@
+package intake
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"ingest/logline"
+)
+
+func errLines(r Result) []int {
+	var l []int
+	for _, e := range r.Errors {
+		l = append(l, e.Line)
+	}
+	return l
+}
+
+func TestNDJSONLineNumbers(t *testing.T) {
+	body := strings.Join([]string{
+		`{"msg":"one"}`,            // 1
+		`{"msg":"two"`,             // 2 broken JSON
+		``,                         // 3 blank: skipped, not an error
+		"   \t\r",                  // 4 blank
+		`{"msg":"five"}` + "\r",    // 5 CRLF
+		`{"level":"info"}`,         // 6 no message
+		`[1]`,                      // 7 not an object
+		`{"msg":"eight","ts":"x"}`, // 8 bad time
+		`{"msg":"nine"}`,           // 9, no trailing newline
+	}, "\n")
+	evs, res, err := parseAll(t, body, FormatNDJSON, Defaults{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 3 || res.Rejected != 4 || fmt.Sprint(errLines(res)) != "[2 6 7 8]" {
+		t.Fatalf("result %+v, want 3 accepted, lines 2 6 7 8 rejected", res)
+	}
+	if evs[0].Message != "one" || evs[1].Message != "five" || evs[2].Message != "nine" {
+		t.Fatalf("events %v", evs)
+	}
+}
+
+func TestErrorsListCapped(t *testing.T) {
+	var b strings.Builder
+	for range 150 {
+		b.WriteString("not json\n")
+	}
+	b.WriteString(`{"msg":"ok"}` + "\n")
+	_, res, err := parseAll(t, b.String(), FormatNDJSON, Defaults{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 1 || res.Rejected != 150 || len(res.Errors) != MaxErrors ||
+		res.Errors[0].Line != 1 || res.Errors[MaxErrors-1].Line != MaxErrors {
+		t.Fatalf("accepted %d rejected %d listed %d, want 1, 150, %d (lines 1..%d)",
+			res.Accepted, res.Rejected, len(res.Errors), MaxErrors, MaxErrors)
+	}
+}
+
+func TestOverlongLine(t *testing.T) {
+	body := `{"msg":"a"}` + "\n" + `{"msg":"` + strings.Repeat("x", MaxLineBytes) + `"}` + "\n" + `{"msg":"c"}`
+	evs, res, err := parseAll(t, body, FormatNDJSON, Defaults{Now: now})
+	if err != nil || len(evs) != 2 || res.Rejected != 1 || res.Errors[0].Line != 2 ||
+		!strings.Contains(res.Errors[0].Error, "byte limit") {
+		t.Fatalf("err=%v events=%d result=%+v, want line 2 rejected as too long", err, len(evs), res)
+	}
+}
+
+func TestJSONArray(t *testing.T) {
+	f := func(body string, wantMsgs string, wantErrLines string) {
+		t.Helper()
+		evs, res, err := parseAll(t, body, FormatJSONArray, Defaults{Now: now})
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var msgs []string
+		for _, e := range evs {
+			msgs = append(msgs, e.Message)
+		}
+		if strings.Join(msgs, ",") != wantMsgs || fmt.Sprint(errLines(res)) != wantErrLines || res.Rejected != len(res.Errors) {
+			t.Fatalf("%s: messages %q errors %+v, want %q and lines %s", body, msgs, res.Errors, wantMsgs, wantErrLines)
+		}
+	}
+	f(`[]`, "", "[]")
+	f(" \n[ ] \n", "", "[]")
+	f(`[{"msg":"a"}]`, "a", "[]")
+	f(`[{"date":1732212245.1,"log":"a"},{"date":1732212245.2,"log":"b"}]`, "a,b", "[]")
+	f(`[{"msg":"a"}, 5, {"log":"b"}, {"msg":tru}, "s", {"msg":"c"}, [{"msg":"x"}]]`, "a,b,c", "[2 4 5 7]")
+	f(`[{"msg":"]}\"[{"},{"msg":"\\"}]`, `]}"[{,\`, "[]")
+	f(`[{"msg":"a"},,{"msg":"b"},]`, "a,b", "[2 4]")
+	f("[\n  {\"msg\": \"pretty\",\n   \"n\": [1, 2]}\n]", "pretty", "[]")
+}
+
+func TestJSONArrayFraming(t *testing.T) {
+	for _, body := range []string{
+		`{"msg":"a"}`, `[{"msg":"a"}`, `[{"msg":"a"`, `[{"msg":"a}]`, `[{"msg":"a"} {"msg":"b"}]`,
+		`[{"msg":"a"}] trailing`, `[`, `[{"msg":"a"},`,
+	} {
+		p := GetParser()
+		emitted := 0
+		_, err := p.ParseLogs([]byte(body), FormatJSONArray, Defaults{Now: now}, func(*logline.Event) { emitted++ })
+		PutParser(p)
+		if StatusOf(err) != 400 || emitted != 0 {
+			t.Errorf("%s: err=%v emitted=%d, want a 400 and nothing emitted", body, err, emitted)
+		}
+	}
+}
+
+// benchBody builds n realistic events of about 200 bytes each.
+func benchBody(n int) []byte {
+	levels := []string{"info", "debug", "warn", "error"}
+	var b []byte
+	for i := range n {
+		b = fmt.Appendf(b, `{"ts":"2026-11-21T18:04:%02d.%06dZ","level":"%s","service":"checkout","host":"web-%d",`+
+			`"msg":"user u%d logged in from 10.0.%d.%d via password","user":"u%d","latency_ms":%d,"path":"/api/v1/login"}`+"\n",
+			i%60, i*7919%1000000, levels[i%4], i%32, i, i%256, i%200, i, i%500)
+	}
+	return b
+}
+
+func TestParseLogsNDJSONAllocs(t *testing.T) {
+	body := benchBody(1000)
+	p := NewParser()
+	d := Defaults{Service: []byte("svc"), Now: now}
+	n := 0
+	emit := func(e *logline.Event) { n++ }
+	run := func() {
+		if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // warm up the scratch buffers
+	if allocs := testing.AllocsPerRun(20, run); allocs != 0 {
+		t.Fatalf("ParseLogs allocates %v times per 1,000-event batch, want 0", allocs)
+	}
+	if n != 22*1000 { // the warm-up, AllocsPerRun's own warm-up, 20 runs
+		t.Fatalf("emitted %d events, want %d", n, 22*1000)
+	}
+	// Events without an id get a generated one; that must not allocate either.
+	noID := []byte(strings.Repeat(`{"msg":"m","a":1}`+"\n", 100))
+	p.ParseLogs(noID, FormatNDJSON, d, emit)
+	if allocs := testing.AllocsPerRun(20, func() { p.ParseLogs(noID, FormatNDJSON, d, emit) }); allocs != 0 {
+		t.Fatalf("ParseLogs with generated ids allocates %v times per batch, want 0", allocs)
+	}
+}
+
+func BenchmarkParseLogsNDJSON(b *testing.B) {
+	body := benchBody(1000)
+	p := GetParser()
+	d := Defaults{Service: []byte("svc"), Now: now}
+	var sink int
+	emit := func(e *logline.Event) { sink += len(e.Message) }
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, 1000, cpuTime()-cpu)
+}
+
+// reportEvents adds events/s and wall and CPU nanoseconds per event.
+func reportEvents(b *testing.B, perOp int, cpu time.Duration) {
+	events := float64(b.N) * float64(perOp)
+	b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/events, "ns/event")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/events, "cpu-ns/event")
+	}
+}
+
+func BenchmarkParseLogsNDJSONParallel(b *testing.B) {
+	body := benchBody(1000)
+	d := Defaults{Service: []byte("svc"), Now: now}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		var sink int
+		emit := func(e *logline.Event) { sink += len(e.Message) }
+		for pb.Next() {
+			p := GetParser()
+			if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
+				b.Error(err)
+			}
+			PutParser(p)
+		}
+	})
+	reportEvents(b, 1000, cpuTime()-cpu)
+}
+
+func BenchmarkParseLogsJSONArray(b *testing.B) {
+	lines := strings.Split(strings.TrimSpace(string(benchBody(1000))), "\n")
+	body := []byte("[" + strings.Join(lines, ",") + "]")
+	p := GetParser()
+	d := Defaults{Service: []byte("svc"), Now: now}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if _, err := p.ParseLogs(body, FormatJSONArray, d, func(*logline.Event) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, 1000, cpuTime()-cpu)
+}
