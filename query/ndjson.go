@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"ingest/logline"
@@ -76,7 +77,7 @@ func appendAttrs(dst, a []byte) ([]byte, bool) {
 			dst = append(dst, key...)
 		}
 		dst = append(dst, ':')
-		dst = append(dst, a[i:vEnd]...)
+		dst = appendCompact(dst, a[i:vEnd])
 		i = skipWS(a, vEnd)
 		if i >= len(a) {
 			return dst, false
@@ -90,6 +91,34 @@ func appendAttrs(dst, a []byte) ([]byte, bool) {
 			return dst, false
 		}
 	}
+}
+
+// appendCompact appends the well-formed JSON value v without whitespace
+// outside strings, so a value spread over lines cannot break the NDJSON line.
+func appendCompact(dst, v []byte) []byte {
+	if bytes.IndexAny(v, " \t\r\n") < 0 {
+		return append(dst, v...)
+	}
+	inStr, esc := false, false
+	for _, c := range v {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // fixedName reports whether the quoted JSON key names one of the fields

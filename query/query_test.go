@@ -127,6 +127,33 @@ func testFixture(t *testing.T, cs *countingStore, f *fixture) {
 			t.Fatalf("%d events, stats %+v", len(got), st)
 		}
 	})
+	t.Run("LateEventsNeedTheSortBuffer", func(t *testing.T) {
+		// With a sort buffer of a few lines, the late events come out where
+		// their flush put them: the same events, not in time order. This is
+		// what the default buffer fixes in AllHoursLateEventsInOrder.
+		q := Query{Services: []string{"api", "web"}, From: at(14, 0, 0), To: at(18, 0, 0)}
+		var st Stats
+		var got []string
+		var times []int64
+		r := newRunner(cs, &q, func(_ []byte, e *logline.Event) error {
+			got = append(got, string(e.ID))
+			times = append(times, e.Time)
+			return nil
+		}, &st)
+		r.sort.budget = 4 << 10
+		if err := r.run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := f.want(q)
+		if slices.IsSorted(times) || len(got) != len(want) {
+			t.Fatalf("%d events, sorted %v: the fixture has no late events", len(got), slices.IsSorted(times))
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatal("small sort buffer changed the set of events")
+		}
+	})
 	t.Run("WholeDaysListedOnce", func(t *testing.T) {
 		_, st := check(t, Query{Services: []string{"api", "web", "db"}, From: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)})
 		if st.Listings != 3*3 || st.Prefixes != 3*72 {
@@ -179,7 +206,10 @@ func testBadLines(t *testing.T, s blobsink.Store) {
 		t.Fatal(err)
 	}
 	var b []byte
-	ev := func(sec int, msg string) { e := mkEvent("bad", at(16, 0, sec), logline.LevelInfo, fmt.Sprintf("b%d", sec), msg, ""); b = logline.AppendLine(b, &e) }
+	ev := func(sec int, msg string) {
+		e := mkEvent("bad", at(16, 0, sec), logline.LevelInfo, fmt.Sprintf("b%d", sec), msg, "")
+		b = logline.AppendLine(b, &e)
+	}
 	ev(1, "ok")
 	b = append(b, "this is not a log line\n"...)
 	ev(2, strings.Repeat("x", 200<<10)) // longer than the read buffer, under the limit
