@@ -1,0 +1,55 @@
+package tablesink
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"ingest/shard"
+)
+
+// Config holds the login-table settings. It includes shard's key settings:
+// RegisterFlags registers them too, so a caller registers tablesink's Config
+// and not shard's separately.
+type Config struct {
+	RetentionDays int          // --login-retention-days: day tables older than this are deleted
+	Parallel      int          // --login-flush-parallel: transactions in flight per Flush
+	Retries       int          // --login-flush-retries: tries of a transaction on transient errors
+	Instance      string       // --stats-instance: this instance's writer entity in the stats table
+	Shard         shard.Config // --partitions, --hot-user-rate, --hot-user-salts
+}
+
+// DefaultConfig returns the defaults: 60 days, 4 transactions in flight,
+// 5 tries, the host name as instance.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{RetentionDays: 60, Parallel: 4, Retries: 5, Instance: host, Shard: shard.DefaultConfig()}
+}
+
+// RegisterFlags adds the login-table flags and shard's flags to fs.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&c.RetentionDays, "login-retention-days", c.RetentionDays, "keep login attempts this many days: older day tables are deleted whole, attempts older than this are refused")
+	fs.IntVar(&c.Parallel, "login-flush-parallel", c.Parallel, "entity group transactions in flight per login table flush")
+	fs.IntVar(&c.Retries, "login-flush-retries", c.Retries, "tries of one transaction on transient storage errors (503, 500, timeouts) before the flush fails and is retried later")
+	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name in the stats table (one writer entity per instance; default the host name)")
+	c.Shard.RegisterFlags(fs)
+}
+
+// Validate checks the settings.
+func (c *Config) Validate() error {
+	if c.RetentionDays < 1 {
+		return fmt.Errorf("cannot use --login-retention-days %d: want at least 1", c.RetentionDays)
+	}
+	if c.Parallel < 1 {
+		return fmt.Errorf("cannot use --login-flush-parallel %d: want at least 1", c.Parallel)
+	}
+	if c.Retries < 1 {
+		return fmt.Errorf("cannot use --login-flush-retries %d: want at least 1", c.Retries)
+	}
+	if c.Instance == "" {
+		return errors.New("cannot use an empty --stats-instance: name this instance (the host name could not be read)")
+	}
+	return c.Shard.Validate()
+}

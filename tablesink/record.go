@@ -1,0 +1,201 @@
+package tablesink
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"ingest/logline"
+	"ingest/shard"
+)
+
+// Attempt is one login attempt, as intake parses it and as Tail returns it.
+type Attempt struct {
+	Time       int64 // Unix nanoseconds
+	User       []byte
+	IP, UA, ID []byte
+	Success    bool
+	HasSuccess bool   // whether the attempt said success at all
+	Props      []byte // compact JSON object of every other field, or empty
+}
+
+// maxStringBytes bounds each string field of an attempt so that the entity
+// stays within Azure's 64 KiB per string property.
+const maxStringBytes = MaxStringBytes / 2
+
+// AppendRecord decides the attempt's keys and appends one self-contained,
+// '\n'-terminated record to dst for the buffer to hold until Flush. key is
+// the attempt's day table (the buffer groups records per key). The
+// PartitionKey is chosen here, at intake, with the current time feeding the
+// hot-user estimate: the record carries it, so a replay of the buffer's
+// write-ahead log reuses it and the upsert stays idempotent. Attempts older
+// than the retention (their table is or will soon be deleted, and a deleted
+// table's name is never reused) or more than a day in the future are
+// refused, as are keys or fields over Azure's limits.
+//
+// The record is compact JSON:
+//
+//	{"pk":"001e_alice@example.com","rk":"8584063226403541240_01JDQ8","t":1795284245123456700,"u":"alice@example.com","s":false,"ip":"10.0.0.1","ua":"curl/8","id":"01JDQ8","p":{"country":"fr"}}
+func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err error) {
+	now := s.now().UnixNano()
+	day, today := dayOf(a.Time), dayOf(now)
+	switch {
+	case len(a.User) == 0:
+		return "", dst, errors.New("cannot accept login attempt: no user")
+	case today-day > int64(s.cfg.RetentionDays):
+		return "", dst, fmt.Errorf("cannot accept login attempt from %s: older than --login-retention-days (%d)", dayTime(day).Format(time.DateOnly), s.cfg.RetentionDays)
+	case day > today+1:
+		return "", dst, fmt.Errorf("cannot accept login attempt from %s: more than a day ahead of this server's clock (check the client's clock)", dayTime(day).Format(time.DateOnly))
+	}
+	for _, f := range [...]struct {
+		name string
+		v    []byte
+	}{{"ip", a.IP}, {"ua", a.UA}, {"id", a.ID}, {"user", a.User}, {"the other fields", a.Props}} {
+		if len(f.v) > maxStringBytes && 2*utf16Len(string(f.v)) > MaxStringBytes {
+			return "", dst, fmt.Errorf("cannot accept login attempt: %s over 64 KiB in UTF-16 (Azure's limit for a property)", f.name)
+		}
+	}
+	if len(a.Props) > 0 && (a.Props[0] != '{' || fastjson.ValidateBytes(a.Props) != nil) {
+		return "", dst, errors.New("cannot accept login attempt: its other fields are not a JSON object")
+	}
+
+	sc := s.scratch.Get().(*[]byte)
+	defer s.scratch.Put(sc)
+	buf := s.keyer.PartitionKey((*sc)[:0], a.User, a.ID, now)
+	n := len(buf)
+	buf = shard.RowKey(buf, a.Time, a.ID)
+	*sc = buf
+	pk, rk := buf[:n], buf[n:]
+	if !shard.ValidKey(unsafeString(pk)) {
+		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes makes a PartitionKey over Azure's 1 KiB", len(a.User))
+	}
+	if !shard.ValidKey(unsafeString(rk)) {
+		return "", dst, fmt.Errorf("cannot accept login attempt: an id of %d bytes makes a RowKey over Azure's 1 KiB", len(a.ID))
+	}
+
+	dst = append(dst, `{"pk":`...)
+	dst = logline.AppendQuoted(dst, pk)
+	dst = append(dst, `,"rk":`...)
+	dst = logline.AppendQuoted(dst, rk)
+	dst = append(dst, `,"t":`...)
+	dst = strconv.AppendInt(dst, a.Time, 10)
+	dst = append(dst, `,"u":`...)
+	dst = logline.AppendQuoted(dst, a.User)
+	if a.HasSuccess {
+		dst = append(dst, `,"s":`...)
+		dst = strconv.AppendBool(dst, a.Success)
+	}
+	if len(a.IP) > 0 {
+		dst = append(dst, `,"ip":`...)
+		dst = logline.AppendQuoted(dst, a.IP)
+	}
+	if len(a.UA) > 0 {
+		dst = append(dst, `,"ua":`...)
+		dst = logline.AppendQuoted(dst, a.UA)
+	}
+	if len(a.ID) > 0 {
+		dst = append(dst, `,"id":`...)
+		dst = logline.AppendQuoted(dst, a.ID)
+	}
+	if len(a.Props) > 0 {
+		dst = append(dst, `,"p":`...)
+		dst = append(dst, a.Props...)
+	}
+	dst = append(dst, "}\n"...)
+	return s.tableName(day), dst, nil
+}
+
+// recordEntity parses one record line into the entity stored for it:
+// User, Time (Edm.DateTime), Success, IP, UA, ID, and Props (the other fields
+// as one JSON string: Azure property names must be identifiers, and at most
+// 252 of them, which arbitrary client fields would not respect).
+func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
+	v, err := p.ParseBytes(line)
+	if err != nil {
+		return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
+	}
+	pk, rk := v.GetStringBytes("pk"), v.GetStringBytes("rk")
+	if len(pk) == 0 || len(rk) == 0 {
+		return Entity{}, errors.New("cannot parse login record: no pk or rk")
+	}
+	e := Entity{PartitionKey: string(pk), RowKey: string(rk), Props: make(map[string]any, 8)}
+	e.Props["User"] = string(v.GetStringBytes("u"))
+	e.Props["Time"] = time.Unix(0, v.GetInt64("t")).UTC()
+	if sv := v.Get("s"); sv != nil {
+		b, err := sv.Bool()
+		if err != nil {
+			return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
+		}
+		e.Props["Success"] = b
+	}
+	for _, f := range [...][2]string{{"ip", "IP"}, {"ua", "UA"}, {"id", "ID"}} {
+		if b := v.GetStringBytes(f[0]); len(b) > 0 {
+			e.Props[f[1]] = string(b)
+		}
+	}
+	if pv := v.Get("p"); pv != nil {
+		if pv.Type() != fastjson.TypeObject {
+			return Entity{}, errors.New("cannot parse login record: p is not an object")
+		}
+		e.Props["Props"] = string(pv.MarshalTo(nil))
+	}
+	if err := CheckEntity(&e); err != nil {
+		return Entity{}, err
+	}
+	return e, nil
+}
+
+// attemptFromEntity turns a stored entity back into an Attempt.
+func attemptFromEntity(e *Entity) Attempt {
+	var a Attempt
+	if t, ok := e.Props["Time"].(time.Time); ok {
+		a.Time = t.UnixNano()
+	} else if ts, _, err := shard.ParseRowKey(nil, []byte(e.RowKey)); err == nil {
+		a.Time = ts
+	}
+	str := func(k string) []byte {
+		if s, ok := e.Props[k].(string); ok && s != "" {
+			return []byte(s)
+		}
+		return nil
+	}
+	a.User, a.IP, a.UA, a.ID, a.Props = str("User"), str("IP"), str("UA"), str("ID"), str("Props")
+	a.Success, a.HasSuccess = e.Props["Success"].(bool)
+	return a
+}
+
+// AppendAttemptJSON appends a as one NDJSON object: ts (UTC, seven
+// fractional digits), user, success (when given), ip, ua, id, then the
+// attempt's other fields merged in.
+func AppendAttemptJSON(dst []byte, a *Attempt) []byte {
+	dst = append(dst, `{"ts":"`...)
+	dst = logline.AppendTime(dst, a.Time)
+	dst = append(dst, `","user":`...)
+	dst = logline.AppendQuoted(dst, a.User)
+	if a.HasSuccess {
+		dst = append(dst, `,"success":`...)
+		dst = strconv.AppendBool(dst, a.Success)
+	}
+	for _, f := range [...]struct {
+		k string
+		v []byte
+	}{{"ip", a.IP}, {"ua", a.UA}, {"id", a.ID}} {
+		if len(f.v) > 0 {
+			dst = append(dst, `,"`...)
+			dst = append(dst, f.k...)
+			dst = append(dst, `":`...)
+			dst = logline.AppendQuoted(dst, f.v)
+		}
+	}
+	if inner := bytes.TrimSpace(a.Props); len(inner) > 2 && inner[0] == '{' && inner[len(inner)-1] == '}' {
+		if body := bytes.TrimSpace(inner[1 : len(inner)-1]); len(body) > 0 {
+			dst = append(dst, ',')
+			dst = append(dst, body...)
+		}
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,251 @@
+package tablesink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fastjson"
+
+	"ingest/shard"
+)
+
+// Sink writes login attempts to day tables and reads them back.
+type Sink struct {
+	cfg     Config
+	prefix  string // day table names: prefix + YYYYMMDD (TablePrefix; tests use their own)
+	store   Store
+	keyer   *shard.Keyer
+	log     *slog.Logger
+	now     func() time.Time
+	sleep   func(ctx context.Context, d time.Duration) error
+	scratch sync.Pool
+	parsers fastjson.ParserPool
+	day     atomic.Pointer[dayName]
+	m       metrics
+}
+
+type dayName struct {
+	day  int64
+	name string
+}
+
+type metrics struct {
+	entities     prometheus.Counter
+	transactions prometheus.Counter
+	retries      *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
+	created      prometheus.Counter
+	deleted      prometheus.Counter
+}
+
+// New returns a Sink on store. Metrics are registered on reg (nil: not
+// registered); log may be nil.
+func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Sink{cfg: cfg, prefix: TablePrefix, store: store, keyer: shard.NewKeyer(cfg.Shard), log: log, now: time.Now, sleep: sleepCtx}
+	s.scratch.New = func() any { b := make([]byte, 0, 256); return &b }
+	s.m = metrics{
+		entities: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingest_login_entities_written_total", Help: "Login attempts committed to day tables (upserts, replays included).",
+		}),
+		transactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingest_login_transactions_total", Help: "Entity group transactions committed to day tables.",
+		}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingest_login_retries_total", Help: "Transactions retried, by reason: transient (503, 500, timeouts, resets) or table_not_found (table created, then retried).",
+		}, []string{"reason"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingest_login_records_dropped_total", Help: "Buffered login records not stored, by reason: bad_record (unparseable) or expired (day past the retention at flush time).",
+		}, []string{"reason"}),
+		created: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingest_login_tables_created_total", Help: "Day tables created (ahead of their day, or on first write).",
+		}),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingest_login_tables_deleted_total", Help: "Day tables deleted whole by the retention.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.retries, s.m.dropped, s.m.created, s.m.deleted} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("cannot register tablesink metrics: %w", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Keyer is the sink's key builder (for tools that show the key layout).
+func (s *Sink) Keyer() *shard.Keyer { return s.keyer }
+
+// Store is the sink's table store.
+func (s *Sink) Store() Store { return s.store }
+
+// tableName caches the current day's name so AppendRecord does not
+// allocate it per attempt.
+func (s *Sink) tableName(day int64) string {
+	if d := s.day.Load(); d != nil && d.day == day {
+		return d.name
+	}
+	d := &dayName{day, tableName(s.prefix, day)}
+	s.day.Store(d)
+	return d.name
+}
+
+// expired reports whether a day is past the retention: its table is (or is
+// about to be) deleted, and a deleted name must never be created again.
+func (s *Sink) expired(day int64) bool {
+	return dayOf(s.now().UnixNano())-day > int64(s.cfg.RetentionDays)
+}
+
+// Flush stores the records of one day table (key, as AppendRecord returned
+// it): grouped by PartitionKey into entity group transactions of at most 100
+// entities and 4 MiB, several in flight at once, each an upsert so that a
+// replayed or retried flush duplicates nothing. Transient errors are retried
+// with exponential backoff and jitter up to --login-flush-retries tries per
+// transaction; a missing table is created and the transaction retried. It
+// returns nil only when every record is committed (or dropped: unparseable,
+// or its day past the retention, both counted); otherwise the caller retries
+// the same data later.
+func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
+	day, ok := parseTableName(s.prefix, key)
+	if !ok {
+		return fmt.Errorf("cannot flush login records: %q is not a day table name (logins{YYYYMMDD})", key)
+	}
+	if s.expired(day) {
+		n := bytes.Count(data, []byte{'\n'})
+		s.m.dropped.WithLabelValues("expired").Add(float64(n))
+		s.log.Warn("dropping login attempts past the retention", "table", key, "records", n, "retention_days", s.cfg.RetentionDays)
+		return nil
+	}
+	ents := s.parseRecords(key, data)
+	batches := buildBatches(ents)
+	if len(batches) == 0 {
+		return nil
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, s.cfg.Parallel)
+	)
+	for _, b := range batches {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := s.submit(ctx, key, day, b); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("cannot flush %d of %d transactions to table %s: %w", len(errs), len(batches), key, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (s *Sink) parseRecords(table string, data []byte) []Entity {
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	ents := make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
+	for n := 1; len(data) > 0; n++ {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, err := recordEntity(p, line)
+		if err != nil {
+			s.m.dropped.WithLabelValues("bad_record").Inc()
+			s.log.Warn("skipping a bad login record", "table", table, "line", n, "err", err)
+			continue
+		}
+		ents = append(ents, e)
+	}
+	return ents
+}
+
+// submit commits one transaction, retrying transient errors and creating
+// the table when it is missing.
+func (s *Sink) submit(ctx context.Context, table string, day int64, ents []Entity) error {
+	created := false
+	for try := 1; ; try++ {
+		err := s.store.Batch(ctx, table, ents)
+		switch {
+		case err == nil:
+			s.m.transactions.Inc()
+			s.m.entities.Add(float64(len(ents)))
+			return nil
+		case ctx.Err() != nil:
+			return err
+		case errors.Is(err, ErrTableNotFound) && !created:
+			if s.expired(day) {
+				s.m.dropped.WithLabelValues("expired").Add(float64(len(ents)))
+				return nil
+			}
+			s.m.retries.WithLabelValues("table_not_found").Inc()
+			if err := s.createTable(ctx, table); err != nil {
+				return err
+			}
+			created = true
+			try--
+			continue
+		case !IsTransient(err) || try >= s.cfg.Retries:
+			return err
+		}
+		s.m.retries.WithLabelValues("transient").Inc()
+		s.log.Debug("retrying a login transaction", "table", table, "try", try, "err", err)
+		if err := s.sleep(ctx, backoff(try)); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff is 100 ms doubling per try up to 5 s, with full jitter over the
+// upper half so that instances throttled together do not retry together.
+func backoff(try int) time.Duration {
+	d := min(100*time.Millisecond<<min(try-1, 10), 5*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// createTable creates a day table unless its day is past the retention.
+func (s *Sink) createTable(ctx context.Context, table string) error {
+	if day, ok := parseTableName(s.prefix, table); ok && s.expired(day) {
+		return fmt.Errorf("cannot create table %s: its day is older than --login-retention-days (%d), and a deleted table's name is never reused", table, s.cfg.RetentionDays)
+	}
+	if err := s.store.CreateTable(ctx, table); err != nil {
+		return fmt.Errorf("cannot create table %s: %w", table, err)
+	}
+	s.m.created.Inc()
+	return nil
+}
