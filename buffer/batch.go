@@ -1,0 +1,81 @@
+package buffer
+
+import "bytes"
+
+// Stream identifies which sink a group goes to.
+type Stream uint8
+
+// Group is the encoded lines of one key in a batch.
+type Group struct {
+	Stream Stream
+	Key    []byte
+	Data   []byte
+	Events int
+}
+
+// Batch is what one request adds: its events grouped per key. Reuse it
+// (Reset) to keep the hot path free of allocations.
+type Batch struct {
+	groups []Group
+	last   int // index of the group found last: events of a batch mostly share a key
+}
+
+// Group returns the batch's group for (stream, key), adding it if needed.
+// The returned pointer is valid until the next call.
+func (b *Batch) Group(stream Stream, key []byte) *Group {
+	if b.last < len(b.groups) {
+		if g := &b.groups[b.last]; g.Stream == stream && bytes.Equal(g.Key, key) {
+			return g
+		}
+	}
+	for i := range b.groups {
+		if g := &b.groups[i]; g.Stream == stream && bytes.Equal(g.Key, key) {
+			b.last = i
+			return g
+		}
+	}
+	if len(b.groups) < cap(b.groups) {
+		b.groups = b.groups[:len(b.groups)+1]
+	} else {
+		b.groups = append(b.groups, Group{})
+	}
+	b.last = len(b.groups) - 1
+	g := &b.groups[b.last]
+	g.Stream = stream
+	g.Key = append(g.Key[:0], key...)
+	g.Data = g.Data[:0]
+	g.Events = 0
+	return g
+}
+
+// Groups are the batch's groups.
+func (b *Batch) Groups() []Group { return b.groups }
+
+// Bytes is the encoded size of every group's data.
+func (b *Batch) Bytes() int {
+	n := 0
+	for i := range b.groups {
+		n += len(b.groups[i].Data)
+	}
+	return n
+}
+
+// Events is the number of events in the batch.
+func (b *Batch) Events() int {
+	n := 0
+	for i := range b.groups {
+		n += b.groups[i].Events
+	}
+	return n
+}
+
+// Reset empties the batch, keeping its memory unless a group grew huge.
+func (b *Batch) Reset() {
+	for i := range b.groups {
+		if cap(b.groups[i].Data) > 8<<20 {
+			b.groups[i].Data = nil
+		}
+	}
+	b.groups = b.groups[:0]
+	b.last = 0
+}

@@ -1,0 +1,361 @@
+package buffer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"ingest/wal"
+)
+
+// Flusher stores one key's buffered bytes. Each sink (blobs, tables) is one.
+type Flusher interface {
+	// Flush stores data, whole '\n'-terminated records of one key in arrival
+	// order, and returns how many leading bytes are durably stored: all of
+	// them when err is nil. Before any byte reaches storage it may call
+	// journal once with an intent that lets Landed tell, after a crash, what
+	// landed; a sink whose writes are idempotent need not. Flushes of one key
+	// never run concurrently.
+	Flush(ctx context.Context, key string, data []byte, journal func(intent []byte) error) (int, error)
+	// Landed returns how many leading bytes of the flush described by intent
+	// reached storage before a crash, finishing whatever bookkeeping (such as
+	// metadata) the interrupted flush left undone.
+	Landed(ctx context.Context, key string, intent []byte) (int, error)
+}
+
+// Errors Add returns.
+var (
+	ErrFull   = errors.New("cannot accept the batch: the memory budget is used up, try again shortly or increase --buffer-bytes")
+	ErrClosed = errors.New("cannot accept the batch: shutting down")
+)
+
+const numShards = 16
+
+// Buffer is the set of per-key buffers between intake and sinks.
+type Buffer struct {
+	cfg      Config
+	flushers []Flusher
+	log      *slog.Logger
+	wal      *wal.Log // nil with --ack memory
+	met      *metrics
+
+	shards [numShards]shard
+	seed   maphash.Seed
+
+	budget    budget
+	flushed   notifier // broadcast after every completed flush
+	memLSN    atomic.Uint64
+	queues    []chan *keyBuf
+	queuesMu  sync.RWMutex // held for reading while sending to queues, for writing to close them
+	queuesEnd bool
+	closing   atomic.Bool
+	stop      chan struct{} // closed to stop the scheduler and retry loops
+	workersWG sync.WaitGroup
+	schedWG   sync.WaitGroup
+	payloads  sync.Pool
+}
+
+type shard struct {
+	mu   sync.RWMutex
+	keys map[string]*keyBuf
+}
+
+// keyBuf is one key's pending bytes.
+type keyBuf struct {
+	stream Stream
+	key    string
+
+	mu         sync.Mutex
+	data       []byte // pending, not yet taken by a flush
+	spare      []byte // the previous flush's buffer, reused
+	firstLSN   uint64 // LSN of the oldest pending byte (0: none pending)
+	lastLSN    uint64
+	since      time.Time // when the oldest pending byte arrived
+	flushing   bool
+	flushFrom  uint64 // while flushing: LSN of the oldest byte being flushed
+	flushedLSN uint64 // every byte up to this LSN is stored
+	queued     bool
+	lastActive time.Time
+}
+
+// Open creates the buffer, replaying the write-ahead log in walDir (with
+// --ack wal or flush) and re-queueing whatever it holds that was not yet
+// stored. flushers are indexed by Stream.
+func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, reg prometheus.Registerer, log *slog.Logger) (*Buffer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	b := &Buffer{cfg: cfg, flushers: flushers, log: log, seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	b.budget.limit = cfg.BufferBytes
+	b.met = newMetrics(reg, b)
+	for i := range b.shards {
+		b.shards[i].keys = make(map[string]*keyBuf)
+	}
+	if cfg.Ack != AckMemory {
+		l, err := wal.Open(walDir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, OnSync: b.met.observeSync})
+		if err != nil {
+			return nil, err
+		}
+		if err := b.replay(ctx, l); err != nil {
+			return nil, err
+		}
+		if err := l.Start(); err != nil {
+			return nil, err
+		}
+		b.wal = l
+	}
+	b.queues = make([]chan *keyBuf, len(flushers))
+	for s := range flushers {
+		b.queues[s] = make(chan *keyBuf, 1<<16)
+		for range cfg.FlushWorkers {
+			b.workersWG.Add(1)
+			go b.worker(Stream(s))
+		}
+	}
+	b.schedWG.Add(1)
+	go b.scheduler()
+	return b, nil
+}
+
+func (b *Buffer) shardOf(key []byte) *shard {
+	return &b.shards[maphash.Bytes(b.seed, key)%numShards]
+}
+
+// Add accepts a batch; when it returns nil, the batch is as safe as --ack
+// promises. The batch may be reused once Add returns.
+func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
+	if b.closing.Load() {
+		return ErrClosed
+	}
+	n := int64(batch.Bytes())
+	if n == 0 {
+		return nil
+	}
+	if !b.budget.acquire(ctx, n, b.cfg.BudgetWait) {
+		b.met.full.Inc()
+		return ErrFull
+	}
+	if b.wal == nil {
+		b.insert(batch, b.memLSN.Add(1))
+		return nil
+	}
+	p, _ := b.payloads.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	*p = encodeBatch((*p)[:0], batch)
+	lsn, err := b.wal.Append(*p, func(lsn uint64) { b.insert(batch, lsn) })
+	if cap(*p) <= 16<<20 {
+		b.payloads.Put(p)
+	}
+	if err != nil {
+		b.budget.release(n)
+		if errors.Is(err, wal.ErrClosed) {
+			return ErrClosed
+		}
+		return err
+	}
+	if b.cfg.Ack == AckFlush {
+		return b.waitFlushed(ctx, batch, lsn)
+	}
+	return nil
+}
+
+// insert appends every group to its key's buffer.
+func (b *Buffer) insert(batch *Batch, lsn uint64) {
+	now := time.Now()
+	for i := range batch.groups {
+		g := &batch.groups[i]
+		b.appendKey(g.Stream, g.Key, g.Data, lsn, now)
+	}
+}
+
+func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time.Time) {
+	full := append(make([]byte, 0, 64), byte(stream))
+	full = append(full, key...)
+	sh := b.shardOf(full)
+	sh.mu.RLock()
+	kb := sh.keys[string(full)]
+	if kb == nil {
+		sh.mu.RUnlock()
+		sh.mu.Lock()
+		if kb = sh.keys[string(full)]; kb == nil {
+			kb = &keyBuf{stream: stream, key: string(key)}
+			sh.keys[string(full)] = kb
+		}
+		sh.mu.Unlock()
+		sh.mu.RLock()
+	}
+	// The shard's read lock is held while appending, so eviction (which
+	// takes the write lock) never removes a key that is being written.
+	kb.mu.Lock()
+	if len(kb.data) == 0 {
+		kb.firstLSN = lsn
+		kb.since = now
+		if kb.data == nil {
+			if kb.spare != nil {
+				kb.data, kb.spare = kb.spare[:0], nil
+			} else {
+				// Size for the flush threshold up front rather than regrow
+				// by doubling, but do not reserve it for a key that is slow.
+				kb.data = make([]byte, 0, min(b.cfg.FlushBytes+b.cfg.FlushBytes/8, int64(max(4*len(data), 64<<10))))
+			}
+		}
+	}
+	kb.data = append(kb.data, data...)
+	kb.lastLSN = lsn
+	kb.lastActive = now
+	enqueue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued && !kb.flushing
+	if enqueue {
+		kb.queued = true
+	}
+	kb.mu.Unlock()
+	sh.mu.RUnlock()
+	if enqueue {
+		b.enqueue(kb)
+	}
+}
+
+func (b *Buffer) enqueue(kb *keyBuf) {
+	b.queuesMu.RLock()
+	defer b.queuesMu.RUnlock()
+	if b.queuesEnd {
+		return
+	}
+	select {
+	case b.queues[kb.stream] <- kb:
+	default:
+		// The queue is full: the scheduler will find the key on its next pass.
+		kb.mu.Lock()
+		kb.queued = false
+		kb.mu.Unlock()
+	}
+}
+
+// waitFlushed blocks until every group of batch (added at lsn) is stored.
+func (b *Buffer) waitFlushed(ctx context.Context, batch *Batch, lsn uint64) error {
+	for {
+		ch := b.flushed.wait()
+		done := true
+		for i := range batch.groups {
+			g := &batch.groups[i]
+			kb := b.lookup(g.Stream, g.Key)
+			if kb == nil {
+				continue // evicted: it had nothing left to flush
+			}
+			kb.mu.Lock()
+			ok := kb.flushedLSN >= lsn
+			kb.mu.Unlock()
+			if !ok {
+				done = false
+				break
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("cannot confirm the flush: %w (the batch is in the write-ahead log and will be stored)", ctx.Err())
+		}
+	}
+}
+
+func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
+	full := append(make([]byte, 0, 64), byte(stream))
+	full = append(full, key...)
+	sh := b.shardOf(full)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return sh.keys[string(full)]
+}
+
+// Used is the number of bytes held against the budget.
+func (b *Buffer) Used() int64 { return b.budget.used.Load() }
+
+// Full reports whether the budget is used up (for readiness).
+func (b *Buffer) Full() bool { return b.budget.used.Load() >= b.budget.limit }
+
+// forEach calls fn for every key buffer.
+func (b *Buffer) forEach(fn func(kb *keyBuf)) {
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.RLock()
+		kbs := make([]*keyBuf, 0, len(sh.keys))
+		for _, kb := range sh.keys {
+			kbs = append(kbs, kb)
+		}
+		sh.mu.RUnlock()
+		for _, kb := range kbs {
+			fn(kb)
+		}
+	}
+}
+
+// Close stops accepting batches, flushes every key and closes the WAL. When
+// ctx ends first, what is left unflushed stays in the WAL (with --ack wal or
+// flush) and is flushed at the next start.
+func (b *Buffer) Close(ctx context.Context) error {
+	if b.closing.Swap(true) {
+		return nil
+	}
+	var err error
+	for {
+		pending := 0
+		b.forEach(func(kb *keyBuf) {
+			kb.mu.Lock()
+			busy := len(kb.data) > 0 || kb.flushing
+			queue := len(kb.data) > 0 && !kb.queued && !kb.flushing
+			if queue {
+				kb.queued = true
+			}
+			kb.mu.Unlock()
+			if busy {
+				pending++
+			}
+			if queue {
+				b.enqueue(kb)
+			}
+		})
+		if pending == 0 {
+			break
+		}
+		ch := b.flushed.wait()
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			err = fmt.Errorf("cannot flush everything before the shutdown deadline: %d keys unflushed (%d bytes); they stay in the write-ahead log and are flushed at the next start", pending, b.Used())
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(b.stop)
+	b.schedWG.Wait()
+	b.queuesMu.Lock()
+	b.queuesEnd = true
+	for _, q := range b.queues {
+		close(q)
+	}
+	b.queuesMu.Unlock()
+	b.workersWG.Wait()
+	if b.wal != nil {
+		b.truncateWAL()
+		if e := b.wal.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}

@@ -1,0 +1,349 @@
+package buffer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memSink is a Flusher that keeps what it stores in memory, so tests can
+// check exactly what reached "storage". It journals an intent like a real
+// sink (the store's size before the write) and can be told to fail or to
+// stop half way, as a crash would.
+type memSink struct {
+	mu       sync.Mutex
+	stored   map[string][]byte
+	failNext int           // fail this many Flush calls before storing anything
+	partial  int           // store only this many bytes, then block until release is closed
+	release  chan struct{} // see partial
+	calls    int
+}
+
+func newMemSink() *memSink { return &memSink{stored: map[string][]byte{}} }
+
+func (m *memSink) Flush(ctx context.Context, key string, data []byte, journal func([]byte) error) (int, error) {
+	m.mu.Lock()
+	m.calls++
+	if m.failNext > 0 {
+		m.failNext--
+		m.mu.Unlock()
+		return 0, errors.New("storage unavailable")
+	}
+	size := len(m.stored[key])
+	m.mu.Unlock()
+	if err := journal([]byte(fmt.Sprint(size))); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	if m.partial > 0 {
+		n := min(m.partial, len(data))
+		m.stored[key] = append(m.stored[key], data[:n]...)
+		release := m.release
+		m.mu.Unlock()
+		<-release // the process "dies" here
+		return n, errors.New("crashed")
+	}
+	m.stored[key] = append(m.stored[key], data...)
+	m.mu.Unlock()
+	return len(data), nil
+}
+
+func (m *memSink) Landed(_ context.Context, key string, intent []byte) (int, error) {
+	var before int
+	fmt.Sscan(string(intent), &before)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.stored[key]) - before, nil
+}
+
+func (m *memSink) get(key string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return string(m.stored[key])
+}
+
+func testConfig(ack string) Config {
+	return Config{Ack: ack, FlushInterval: 50 * time.Millisecond, FlushBytes: 1 << 20, BufferBytes: 8 << 20,
+		FlushWorkers: 2, BudgetWait: 20 * time.Millisecond}
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func addLines(t *testing.T, b *Buffer, key string, from, to int) {
+	t.Helper()
+	var batch Batch
+	for i := from; i < to; i++ {
+		g := batch.Group(0, []byte(key))
+		g.Data = fmt.Appendf(g.Data, "%s line %d\n", key, i)
+		g.Events++
+	}
+	if err := b.Add(context.Background(), &batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantLines(key string, from, to int) string {
+	var sb strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&sb, "%s line %d\n", key, i)
+	}
+	return sb.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFlushesInOrderPerKey(t *testing.T) {
+	for _, ack := range []string{AckWAL, AckMemory, AckFlush} {
+		t.Run(ack, func(t *testing.T) {
+			sink := newMemSink()
+			b, err := Open(context.Background(), testConfig(ack), t.TempDir(), []Flusher{sink}, nil, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for k := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 200; i += 10 {
+						addLines(t, b, fmt.Sprintf("k%d", k), i, i+10)
+					}
+				}()
+			}
+			wg.Wait()
+			if err := b.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for k := range 4 {
+				key := fmt.Sprintf("k%d", k)
+				if got, want := sink.get(key), wantLines(key, 0, 200); got != want {
+					t.Fatalf("%s stored %d bytes, want %d in order", key, len(got), len(want))
+				}
+			}
+			if b.Used() != 0 {
+				t.Fatalf("budget not released: %d bytes held", b.Used())
+			}
+		})
+	}
+}
+
+func TestFlushByInterval(t *testing.T) {
+	sink := newMemSink()
+	b, _ := Open(context.Background(), testConfig(AckWAL), t.TempDir(), []Flusher{sink}, nil, quiet)
+	defer b.Close(context.Background())
+	addLines(t, b, "k", 0, 3)
+	waitFor(t, "the interval flush", func() bool { return sink.get("k") == wantLines("k", 0, 3) })
+}
+
+func TestAckFlushWaitsForStorage(t *testing.T) {
+	sink := newMemSink()
+	sink.failNext = 2 // the first two attempts fail: Add must still return only once stored
+	b, _ := Open(context.Background(), testConfig(AckFlush), t.TempDir(), []Flusher{sink}, nil, quiet)
+	defer b.Close(context.Background())
+	addLines(t, b, "k", 0, 5)
+	if got := sink.get("k"); got != wantLines("k", 0, 5) {
+		t.Fatalf("Add with --ack flush returned before the data was stored: %q", got)
+	}
+}
+
+func TestBudgetRefusesWhenFull(t *testing.T) {
+	sink := newMemSink()
+	sink.partial = 1
+	sink.release = make(chan struct{})
+	cfg := testConfig(AckMemory)
+	cfg.BufferBytes, cfg.FlushBytes = 4096, 1024
+	b, _ := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, nil, quiet)
+	var batch Batch
+	g := batch.Group(0, []byte("k"))
+	g.Data = bytes.Repeat([]byte("x"), 1000)
+	var err error
+	for range 10 {
+		if err = b.Add(context.Background(), &batch); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrFull) {
+		t.Fatalf("Add past --buffer-bytes = %v, want ErrFull", err)
+	}
+	if b.Used() > cfg.BufferBytes {
+		t.Fatalf("budget overrun: %d > %d", b.Used(), cfg.BufferBytes)
+	}
+	close(sink.release)
+	b.kill()
+}
+
+// TestReplayAfterCrash: batches acknowledged with --ack wal survive a crash
+// before any flush, and are stored exactly once after restart.
+func TestReplayAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	sink := newMemSink()
+	sink.failNext = 1 << 30 // storage is down: nothing is flushed before the crash
+	cfg := testConfig(AckWAL)
+	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	addLines(t, b, "a", 0, 50)
+	addLines(t, b, "b", 0, 50)
+	b.kill()
+
+	sink2 := newMemSink()
+	b2, err := Open(context.Background(), cfg, dir, []Flusher{sink2}, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addLines(t, b2, "a", 50, 60)
+	if err := b2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink2.get("a"); got != wantLines("a", 0, 60) {
+		t.Fatalf("after replay a = %q", got)
+	}
+	if got := sink2.get("b"); got != wantLines("b", 0, 50) {
+		t.Fatalf("after replay b = %q", got)
+	}
+	// A clean shutdown leaves nothing to replay.
+	sink3 := newMemSink()
+	b3, _ := Open(context.Background(), cfg, dir, []Flusher{sink3}, nil, quiet)
+	b3.Close(context.Background())
+	if sink3.calls != 0 {
+		t.Fatalf("a clean restart flushed again: %d calls", sink3.calls)
+	}
+}
+
+// TestCrashMidFlush: the process dies after part of a flush reached storage.
+// The restart asks the sink what landed and stores only the rest.
+func TestCrashMidFlush(t *testing.T) {
+	dir := t.TempDir()
+	sink := newMemSink()
+	sink.partial = 30 // stores 30 bytes then hangs, as if killed mid-write
+	sink.release = make(chan struct{})
+	cfg := testConfig(AckWAL)
+	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	addLines(t, b, "k", 0, 20)
+	waitFor(t, "the partial write", func() bool { return len(sink.get("k")) == 30 })
+	b.kill()
+	defer close(sink.release)
+
+	// "Storage" keeps what landed; a new process starts on the same WAL.
+	sink.mu.Lock()
+	sink.partial = 0
+	sink.mu.Unlock()
+	b2, err := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.get("k"), wantLines("k", 0, 20); got != want {
+		t.Fatalf("after a crash mid-flush storage holds\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestWALSegmentsAreDeletedOnceStored(t *testing.T) {
+	dir := t.TempDir()
+	sink := newMemSink()
+	cfg := testConfig(AckWAL)
+	cfg.WALSegmentBytes = 4096
+	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	for i := 0; i < 400; i += 20 {
+		addLines(t, b, "k", i, i+20)
+	}
+	waitFor(t, "old segments to go", func() bool {
+		if sink.get("k") != wantLines("k", 0, 400) {
+			return false
+		}
+		b.truncateWAL()
+		return b.wal.Segments() == 1
+	})
+	b.Close(context.Background())
+}
+
+func TestAddAfterCloseIsRefused(t *testing.T) {
+	b, _ := Open(context.Background(), testConfig(AckWAL), t.TempDir(), []Flusher{newMemSink()}, nil, quiet)
+	b.Close(context.Background())
+	var batch Batch
+	batch.Group(0, []byte("k")).Data = []byte("x\n")
+	if err := b.Add(context.Background(), &batch); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Add after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestBatchGroupsReuseMemory(t *testing.T) {
+	var batch Batch
+	keys := [][]byte{[]byte("a/2026/11/21/1800"), []byte("b/2026/11/21/1800")}
+	line := []byte("1.0;2026-11-21T18:04:05.1234567Z;info;a;h;id;\"m\";{}\n")
+	run := func() {
+		batch.Reset()
+		for i := range 100 {
+			g := batch.Group(0, keys[i%2])
+			g.Data = append(g.Data, line...)
+			g.Events++
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(50, run); n != 0 {
+		t.Fatalf("building a reused batch allocates %v times", n)
+	}
+	if batch.Events() != 100 || len(batch.Groups()) != 2 {
+		t.Fatalf("batch has %d events in %d groups", batch.Events(), len(batch.Groups()))
+	}
+}
+
+func BenchmarkAddWAL(b *testing.B)    { benchAdd(b, AckWAL) }
+func BenchmarkAddMemory(b *testing.B) { benchAdd(b, AckMemory) }
+
+// benchAdd measures Add with 1,000-event batches of ~200-byte lines from
+// parallel goroutines, the shape of the HTTP intake.
+func benchAdd(b *testing.B, ack string) {
+	sink := &discardSink{}
+	cfg := testConfig(ack)
+	cfg.BufferBytes = 512 << 20
+	cfg.FlushBytes = 4 << 20
+	buf, err := Open(context.Background(), cfg, b.TempDir(), []Flusher{sink}, nil, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := []byte(`1.0;2026-11-21T18:04:05.1234567Z;info;checkout;web-17;01JDQ8ZK3M9X2V7B4N6P8R0T2W;"user 123 paid order 456 with card ending 4242 in 87 ms";{"user":"u123","status":200,"path":"/api/pay"}` + "\n")
+	const events = 1000
+	b.SetBytes(int64(len(line) * events))
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		var batch Batch
+		for pb.Next() {
+			batch.Reset()
+			g := batch.Group(0, []byte("checkout/2026/11/21/1800"))
+			for range events {
+				g.Data = append(g.Data, line...)
+			}
+			g.Events = events
+			if err := buf.Add(context.Background(), &batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)*events/b.Elapsed().Seconds(), "events/s")
+	buf.Close(context.Background())
+}
+
+type discardSink struct{}
+
+func (discardSink) Flush(_ context.Context, _ string, data []byte, journal func([]byte) error) (int, error) {
+	return len(data), journal(nil)
+}
+func (discardSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }

@@ -1,0 +1,65 @@
+package buffer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"ingest/internal/flagutil"
+)
+
+// Ack modes: when Add returns.
+const (
+	AckWAL    = "wal"
+	AckMemory = "memory"
+	AckFlush  = "flush"
+)
+
+// Config tunes the buffer.
+type Config struct {
+	Ack             string
+	FlushInterval   time.Duration
+	FlushBytes      int64
+	BufferBytes     int64
+	FlushWorkers    int
+	WALSegmentBytes int64
+	// BudgetWait is how long Add waits for memory before failing with ErrFull.
+	BudgetWait time.Duration
+}
+
+// RegisterFlags adds the buffer's flags to fs.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Ack, "ack", AckWAL, "when to acknowledge a batch: wal (in the fsync'd write-ahead log), memory (buffered only; a crash loses it), flush (in durable storage)")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", 2*time.Second, "flush a key's buffer when its oldest event is this old")
+	flagutil.BytesVar(fs, &c.FlushBytes, "flush-bytes", 4<<20, "flush a key's buffer when it holds this many bytes")
+	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", 256<<20, "memory budget for accepted events not yet flushed; past it requests get 429")
+	fs.IntVar(&c.FlushWorkers, "flush-workers", 8, "concurrent flushes per sink")
+	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", 64<<20, "write-ahead log segment size")
+	c.BudgetWait = 100 * time.Millisecond
+}
+
+// Validate checks the settings.
+func (c *Config) Validate() error {
+	switch c.Ack {
+	case AckWAL, AckMemory, AckFlush:
+	default:
+		return fmt.Errorf("cannot use --ack %q: want wal, memory or flush", c.Ack)
+	}
+	if c.FlushInterval <= 0 {
+		return fmt.Errorf("cannot use --flush-interval %v: it must be positive", c.FlushInterval)
+	}
+	if c.FlushBytes <= 0 {
+		return fmt.Errorf("cannot use --flush-bytes %d: it must be positive", c.FlushBytes)
+	}
+	if c.BufferBytes < c.FlushBytes {
+		return fmt.Errorf("cannot use --buffer-bytes %d below --flush-bytes %d", c.BufferBytes, c.FlushBytes)
+	}
+	if c.FlushWorkers <= 0 {
+		return fmt.Errorf("cannot use --flush-workers %d: it must be positive", c.FlushWorkers)
+	}
+	if c.WALSegmentBytes <= 0 {
+		c.WALSegmentBytes = 64 << 20
+	}
+	return nil
+}

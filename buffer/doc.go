@@ -1,0 +1,33 @@
+// Package buffer holds accepted events between the HTTP intake and storage.
+//
+// Events arrive as a Batch of groups, one group per key (for logs: a
+// service and UTC hour, "api/2026/11/21/1800"; for logins: a day table),
+// each group already encoded as '\n'-terminated lines. The buffer appends
+// every group to its key's pending bytes and flushes a key when it reaches
+// --flush-bytes or its oldest byte is --flush-interval old, on worker
+// goroutines of its own per stream, so one slow key or one slow sink never
+// blocks the intake of the others.
+//
+// Durability follows --ack:
+//
+//   - wal (default): Add returns once the batch is in the write-ahead log,
+//     fsync'd by group commit. After a crash, Open replays the log and
+//     re-queues every byte not yet durably flushed; nothing acknowledged is
+//     lost and nothing is written twice.
+//   - flush: as wal, and Add returns only once the batch is in storage.
+//   - memory: Add returns once the batch is buffered; a crash loses it.
+//
+// Exactly-once flushing works with the sink's help (the Flusher interface):
+// before writing, the sink journals an intent (where the bytes go) through
+// the WAL; after a crash, Landed tells for an unfinished intent how many
+// bytes already reached storage, and only the rest is flushed again.
+//
+// Memory is bounded by --buffer-bytes: Add reserves its batch's size and a
+// flush releases it; when the budget is used up, Add waits briefly and then
+// fails with ErrFull, which the HTTP layer answers with 429 and Retry-After.
+//
+// Performance: with --ack wal, one goroutine (the WAL writer) inserts every
+// durable batch into the key buffers in log order; inserting is a memcpy per
+// group. Keys live in sharded maps so the flush scheduler and the inserters
+// rarely meet on a lock.
+package buffer

@@ -1,0 +1,189 @@
+package buffer
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// Retry backoff for failed flushes: exponential with full jitter.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 30 * time.Second
+)
+
+// evictAfter is how long an empty key buffer is kept before it is dropped.
+const evictAfter = 2 * time.Minute
+
+// scheduler queues keys whose oldest byte is older than --flush-interval,
+// evicts idle keys and lets the WAL drop segments that are all stored.
+func (b *Buffer) scheduler() {
+	defer b.schedWG.Done()
+	tick := min(b.cfg.FlushInterval/4, 250*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastTruncate := time.Now()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			b.schedule(now)
+			if b.wal != nil && now.Sub(lastTruncate) >= time.Second {
+				b.truncateWAL()
+				lastTruncate = now
+			}
+		}
+	}
+}
+
+func (b *Buffer) schedule(now time.Time) {
+	keys := 0
+	for i := range b.shards {
+		sh := &b.shards[i]
+		var evict []string
+		sh.mu.RLock()
+		for full, kb := range sh.keys {
+			kb.mu.Lock()
+			due := len(kb.data) > 0 && !kb.queued && !kb.flushing &&
+				(now.Sub(kb.since) >= b.cfg.FlushInterval || int64(len(kb.data)) >= b.cfg.FlushBytes)
+			if due {
+				kb.queued = true
+			}
+			idle := len(kb.data) == 0 && !kb.flushing && !kb.queued && now.Sub(kb.lastActive) > evictAfter
+			kb.mu.Unlock()
+			if due {
+				b.enqueue(kb)
+			}
+			if idle {
+				evict = append(evict, full)
+			}
+		}
+		keys += len(sh.keys)
+		sh.mu.RUnlock()
+		if len(evict) > 0 {
+			sh.mu.Lock()
+			for _, full := range evict {
+				kb := sh.keys[full]
+				kb.mu.Lock()
+				if len(kb.data) == 0 && !kb.flushing && !kb.queued {
+					delete(sh.keys, full)
+				}
+				kb.mu.Unlock()
+			}
+			sh.mu.Unlock()
+		}
+	}
+	b.met.keys.Set(float64(keys))
+}
+
+// truncateWAL deletes the WAL segments whose records are all stored: every
+// segment before the one holding the oldest byte not yet flushed.
+func (b *Buffer) truncateWAL() {
+	keep := b.wal.NextLSN()
+	b.forEach(func(kb *keyBuf) {
+		kb.mu.Lock()
+		if kb.flushing && kb.flushFrom < keep {
+			keep = kb.flushFrom
+		}
+		if len(kb.data) > 0 && kb.firstLSN < keep {
+			keep = kb.firstLSN
+		}
+		kb.mu.Unlock()
+	})
+	if n, err := b.wal.Truncate(keep); err != nil {
+		b.log.Warn("cannot delete write-ahead log segments", "err", err)
+	} else if n > 0 {
+		b.met.walSegmentsRemoved.Add(float64(n))
+	}
+	b.met.walSegments.Set(float64(b.wal.Segments()))
+}
+
+func (b *Buffer) worker(stream Stream) {
+	defer b.workersWG.Done()
+	for kb := range b.queues[stream] {
+		b.flushKey(kb)
+	}
+}
+
+// flushKey hands a key's pending bytes to its sink, retrying with backoff
+// until they are stored or the buffer stops.
+func (b *Buffer) flushKey(kb *keyBuf) {
+	kb.mu.Lock()
+	kb.queued = false
+	if kb.flushing || len(kb.data) == 0 {
+		kb.mu.Unlock()
+		return
+	}
+	data := kb.data
+	kb.data = nil
+	upTo := kb.lastLSN
+	kb.flushFrom = kb.firstLSN
+	kb.firstLSN = 0
+	kb.flushing = true
+	kb.mu.Unlock()
+
+	flusher := b.flushers[kb.stream]
+	stored := 0
+	journal := func(intent []byte) error {
+		if b.wal == nil {
+			return nil
+		}
+		_, err := b.wal.Append(encodeIntent(kb.stream, kb.key, upTo, stored, intent), nil)
+		return err
+	}
+	start := time.Now()
+	backoff := retryMin
+	for attempt := 1; ; attempt++ {
+		n, err := flusher.Flush(context.Background(), kb.key, data[stored:], journal)
+		stored += n
+		if err == nil && stored >= len(data) {
+			break
+		}
+		if err == nil {
+			err = errShortFlush
+		}
+		b.met.flushErrors.WithLabelValues(streamName(kb.stream)).Inc()
+		b.log.Warn("cannot flush, will retry", "key", kb.key, "attempt", attempt, "stored", stored, "of", len(data), "retry_in", backoff, "err", err)
+		select {
+		case <-time.After(rand.N(backoff) + backoff/2):
+		case <-b.stop:
+			// Shutting down with storage unreachable: the bytes stay in the
+			// WAL (with --ack wal or flush) and are flushed at the next start.
+			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", len(data)-stored)
+			return
+		}
+		backoff = min(backoff*2, retryMax)
+	}
+	b.met.flushes.WithLabelValues(streamName(kb.stream)).Inc()
+	b.met.flushBytes.WithLabelValues(streamName(kb.stream)).Add(float64(len(data)))
+	b.met.flushSeconds.WithLabelValues(streamName(kb.stream)).Observe(time.Since(start).Seconds())
+	if b.wal != nil {
+		// No need to wait for this one: without it, recovery asks the sink.
+		go b.wal.Append(encodeDone(kb.stream, kb.key, upTo), nil)
+	}
+
+	kb.mu.Lock()
+	kb.flushing = false
+	kb.flushFrom = 0
+	kb.flushedLSN = upTo
+	if kb.data == nil && cap(data) <= 2*int(b.cfg.FlushBytes)+(1<<20) {
+		kb.spare = data[:0]
+	}
+	requeue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued
+	if requeue {
+		kb.queued = true
+	}
+	kb.mu.Unlock()
+	b.budget.release(int64(len(data)))
+	b.flushed.broadcast()
+	if requeue {
+		b.enqueue(kb)
+	}
+}
+
+type shortFlushError struct{}
+
+func (shortFlushError) Error() string { return "the sink stored only part of the data without an error" }
+
+var errShortFlush error = shortFlushError{}

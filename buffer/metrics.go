@@ -1,0 +1,70 @@
+package buffer
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	full               prometheus.Counter
+	flushes            *prometheus.CounterVec
+	flushErrors        *prometheus.CounterVec
+	flushBytes         *prometheus.CounterVec
+	flushSeconds       *prometheus.HistogramVec
+	walSync            prometheus.Histogram
+	walGroup           prometheus.Histogram
+	walSegments        prometheus.Gauge
+	walSegmentsRemoved prometheus.Counter
+	keys               prometheus.Gauge
+}
+
+func streamName(s Stream) string {
+	switch s {
+	case 0:
+		return "logs"
+	case 1:
+		return "logins"
+	}
+	return "other"
+}
+
+func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
+	m := &metrics{
+		full: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_buffer_full_total",
+			Help: "Batches refused because --buffer-bytes was used up."}),
+		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_flushes_total",
+			Help: "Completed flushes of a key's buffer."}, []string{"stream"}),
+		flushErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_flush_errors_total",
+			Help: "Failed flush attempts (each is retried with backoff)."}, []string{"stream"}),
+		flushBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_flushed_bytes_total",
+			Help: "Bytes stored by completed flushes."}, []string{"stream"}),
+		flushSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ingest_flush_duration_seconds",
+			Help: "Time to store one key's buffer, retries included.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"stream"}),
+		walSync: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ingest_wal_fsync_duration_seconds",
+			Help: "Time in fdatasync per group commit.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		walGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ingest_wal_group_records",
+			Help: "Records written per group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
+		walSegments: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_wal_segments",
+			Help: "Write-ahead log segment files on disk."}),
+		walSegmentsRemoved: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_wal_segments_removed_total",
+			Help: "Write-ahead log segments deleted once all their records were stored."}),
+		keys: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_buffer_keys",
+			Help: "Keys (service and hour, or login day) with a buffer."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.full, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
+			m.walSegments, m.walSegmentsRemoved, m.keys,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_buffer_bytes",
+				Help: "Bytes accepted and not yet stored, held against --buffer-bytes."}, func() float64 { return float64(b.Used()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_buffer_limit_bytes",
+				Help: "The --buffer-bytes budget."}, func() float64 { return float64(b.cfg.BufferBytes) }),
+		)
+	}
+	return m
+}
+
+func (m *metrics) observeSync(records int, d time.Duration) {
+	m.walSync.Observe(d.Seconds())
+	m.walGroup.Observe(float64(records))
+}

@@ -1,0 +1,94 @@
+package buffer
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// WAL record types.
+const (
+	recBatch  = 1 // groups of lines: stream, key, data
+	recIntent = 2 // a flush is about to write: stream, key, upTo LSN, bytes already stored, sink's intent
+	recDone   = 3 // a flush finished: stream, key, upTo LSN
+)
+
+func appendKey(dst []byte, stream Stream, key []byte) []byte {
+	dst = append(dst, byte(stream))
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	return append(dst, key...)
+}
+
+func encodeBatch(dst []byte, b *Batch) []byte {
+	dst = append(dst, recBatch)
+	dst = binary.AppendUvarint(dst, uint64(len(b.groups)))
+	for i := range b.groups {
+		g := &b.groups[i]
+		dst = appendKey(dst, g.Stream, g.Key)
+		dst = binary.AppendUvarint(dst, uint64(len(g.Data)))
+		dst = append(dst, g.Data...)
+	}
+	return dst
+}
+
+func encodeIntent(stream Stream, key string, upTo uint64, stored int, intent []byte) []byte {
+	dst := make([]byte, 0, 32+len(key)+len(intent))
+	dst = append(dst, recIntent)
+	dst = appendKey(dst, stream, []byte(key))
+	dst = binary.AppendUvarint(dst, upTo)
+	dst = binary.AppendUvarint(dst, uint64(stored))
+	return append(dst, intent...)
+}
+
+func encodeDone(stream Stream, key string, upTo uint64) []byte {
+	dst := make([]byte, 0, 16+len(key))
+	dst = append(dst, recDone)
+	dst = appendKey(dst, stream, []byte(key))
+	return binary.AppendUvarint(dst, upTo)
+}
+
+var errRecord = errors.New("damaged buffer record in the write-ahead log")
+
+// reader decodes record fields.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errRecord
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errRecord
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errRecord
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) key() (Stream, []byte) {
+	s := Stream(r.byte())
+	return s, r.bytes()
+}

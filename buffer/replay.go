@@ -1,0 +1,164 @@
+package buffer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"ingest/wal"
+)
+
+// pendingKey is one key's bytes found in the WAL and not known to be stored.
+type pendingKey struct {
+	stream Stream
+	key    string
+	chunks []pendingChunk
+	intent *pendingIntent // the last flush that started and did not finish
+}
+
+type pendingChunk struct {
+	lsn  uint64
+	data []byte
+}
+
+type pendingIntent struct {
+	upTo   uint64
+	stored int // bytes of that flush stored before this intent was written
+	body   []byte
+}
+
+// dropThrough forgets the chunks up to and including LSN upTo.
+func (p *pendingKey) dropThrough(upTo uint64) {
+	i := 0
+	for i < len(p.chunks) && p.chunks[i].lsn <= upTo {
+		i++
+	}
+	p.chunks = p.chunks[i:]
+}
+
+// dropBytes forgets the first n bytes of the chunks up to LSN upTo.
+func (p *pendingKey) dropBytes(n int, upTo uint64) {
+	for n > 0 && len(p.chunks) > 0 && p.chunks[0].lsn <= upTo {
+		c := &p.chunks[0]
+		if n >= len(c.data) {
+			n -= len(c.data)
+			p.chunks = p.chunks[1:]
+			continue
+		}
+		c.data = c.data[n:]
+		n = 0
+	}
+}
+
+// replay reads the WAL back and queues what it holds that is not stored.
+func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
+	start := time.Now()
+	keys := map[string]*pendingKey{}
+	get := func(stream Stream, key []byte) *pendingKey {
+		full := string(append([]byte{byte(stream)}, key...))
+		p := keys[full]
+		if p == nil {
+			p = &pendingKey{stream: stream, key: string(key)}
+			keys[full] = p
+		}
+		return p
+	}
+	records := 0
+	err := l.Replay(func(lsn uint64, payload []byte) error {
+		records++
+		r := reader{b: payload}
+		switch r.byte() {
+		case recBatch:
+			n := r.uvarint()
+			for i := uint64(0); i < n && r.err == nil; i++ {
+				stream, key := r.key()
+				data := r.bytes()
+				if r.err != nil {
+					break
+				}
+				if int(stream) >= len(b.flushers) {
+					return fmt.Errorf("cannot replay the write-ahead log: record %d names unknown stream %d", lsn, stream)
+				}
+				p := get(stream, key)
+				p.chunks = append(p.chunks, pendingChunk{lsn: lsn, data: append([]byte(nil), data...)})
+			}
+		case recIntent:
+			stream, key := r.key()
+			upTo, stored := r.uvarint(), r.uvarint()
+			body := r.b
+			if r.err != nil {
+				break
+			}
+			p := get(stream, key)
+			if p.intent != nil && p.intent.upTo < upTo {
+				// A later flush started, so the earlier one had finished.
+				p.dropThrough(p.intent.upTo)
+			}
+			p.intent = &pendingIntent{upTo: upTo, stored: int(stored), body: append([]byte(nil), body...)}
+		case recDone:
+			stream, key := r.key()
+			upTo := r.uvarint()
+			if r.err != nil {
+				break
+			}
+			p := get(stream, key)
+			p.dropThrough(upTo)
+			if p.intent != nil && p.intent.upTo <= upTo {
+				p.intent = nil
+			}
+		default:
+			r.err = errRecord
+		}
+		if r.err != nil {
+			return fmt.Errorf("cannot replay the write-ahead log: record %d: %w", lsn, r.err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var bytes, resolved int
+	for _, p := range keys {
+		if in := p.intent; in != nil && len(p.chunks) > 0 && p.chunks[0].lsn <= in.upTo {
+			n, err := b.landed(ctx, p, in)
+			if err != nil {
+				return err
+			}
+			p.dropBytes(in.stored+n, in.upTo)
+			resolved++
+		}
+		for _, c := range p.chunks {
+			if len(c.data) == 0 {
+				continue
+			}
+			b.budget.force(int64(len(c.data)))
+			b.appendKey(p.stream, []byte(p.key), c.data, c.lsn, now)
+			bytes += len(c.data)
+		}
+	}
+	if records > 0 {
+		b.log.Info("replayed the write-ahead log", "records", records, "keys", len(keys),
+			"unfinished_flushes", resolved, "requeued_bytes", bytes, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// landed asks the sink what an unfinished flush stored, retrying while
+// storage is unreachable: guessing could lose or duplicate data.
+func (b *Buffer) landed(ctx context.Context, p *pendingKey, in *pendingIntent) (int, error) {
+	backoff := retryMin
+	for {
+		n, err := b.flushers[p.stream].Landed(ctx, p.key, in.body)
+		if err == nil {
+			return n, nil
+		}
+		b.log.Warn("cannot resolve an unfinished flush yet, will retry", "key", p.key, "retry_in", backoff, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("cannot resolve the unfinished flush of %s: %w", p.key, err)
+		}
+		backoff = min(backoff*2, retryMax)
+	}
+}
