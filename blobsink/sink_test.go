@@ -1,0 +1,323 @@
+package blobsink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"ingest/logline"
+)
+
+var hour = time.Date(2026, 11, 21, 16, 0, 0, 0, time.UTC)
+
+// lines builds n log lines of service svc, one second apart from start.
+func lines(svc string, start time.Time, n int, level logline.Level) []byte {
+	var out []byte
+	for i := range n {
+		e := logline.Event{Time: start.Add(time.Duration(i) * time.Second).UnixNano(), Level: level,
+			Service: []byte(svc), Host: []byte("h1"), ID: fmt.Appendf(nil, "id%05d", i), Message: fmt.Appendf(nil, "message %d", i)}
+		out = logline.AppendLine(out, &e)
+	}
+	return out
+}
+
+func noJournal([]byte) error { return nil }
+
+func readAll(t *testing.T, s Store, name string) []byte {
+	t.Helper()
+	rc, err := s.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch CompressionOf(name) {
+	case CompressZstd:
+		d, _ := zstd.NewReader(bytes.NewReader(b))
+		defer d.Close()
+		b, err = io.ReadAll(d)
+	case CompressGzip:
+		var r *gzip.Reader
+		r, err = gzip.NewReader(bytes.NewReader(b)) // multistream by default
+		if err == nil {
+			b, err = io.ReadAll(r)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func listNames(t *testing.T, s Store, prefix string) []string {
+	t.Helper()
+	var names []string
+	if err := s.List(context.Background(), prefix, func(b BlobInfo) error { names = append(names, b.Name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func newTestSink(t *testing.T, store Store, cfg Config) *Sink {
+	t.Helper()
+	if cfg.MaxBlobBytes == 0 {
+		cfg.MaxBlobBytes = 256 << 20
+	}
+	s, err := NewSink(store, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// sinkSuite runs against every backend (see store_test.go for Azure).
+func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Run("NamesLinesMetadata", func(t *testing.T) {
+		store := newStore(t)
+		s := newTestSink(t, store, Config{})
+		key := HourPrefix("api", hour)
+		data := append(lines("api", hour.Add(4*time.Minute), 10, logline.LevelInfo), lines("api", hour.Add(2*time.Minute), 5, logline.LevelError)...)
+		if n, err := s.Flush(context.Background(), key, data, noJournal); err != nil || n != len(data) {
+			t.Fatalf("Flush = %d, %v", n, err)
+		}
+		more := lines("api", hour.Add(50*time.Minute), 3, logline.LevelWarn)
+		if _, err := s.Flush(context.Background(), key, more, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		names := listNames(t, store, key+"/")
+		if len(names) != 1 || names[0] != "api/2026/11/21/1600/000001.log" {
+			t.Fatalf("blobs = %v", names)
+		}
+		if got := readAll(t, store, names[0]); !bytes.Equal(got, append(data, more...)) {
+			t.Fatalf("blob content differs:\n%s", got)
+		}
+		info, err := store.Stat(context.Background(), names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range map[string]string{
+			MetaLogVersion: "1.0", MetaStartTime: "2026-11-21T16:02:00.0000000Z", MetaEndTime: "2026-11-21T16:50:02.0000000Z",
+			MetaLogType: "error,info,warn", MetaEventCount: "18",
+		} {
+			if got, _ := MetaValue(info.Metadata, k); got != want {
+				t.Errorf("metadata %s = %q, want %q", k, got, want)
+			}
+		}
+	})
+	t.Run("RolloverAtMaxBytes", func(t *testing.T) {
+		store := newStore(t)
+		s := newTestSink(t, store, Config{MaxBlobBytes: 4000, ChunkBytes: 1500})
+		key := HourPrefix("roll", hour)
+		data := lines("roll", hour, 100, logline.LevelInfo) // ~9 KB
+		if n, err := s.Flush(context.Background(), key, data, noJournal); err != nil || n != len(data) {
+			t.Fatalf("Flush = %d, %v", n, err)
+		}
+		names := listNames(t, store, key+"/")
+		if len(names) < 3 {
+			t.Fatalf("want rollover into several blobs, got %v", names)
+		}
+		var all []byte
+		var count int64
+		for _, n := range names {
+			info, _ := store.Stat(context.Background(), n)
+			if info.Size > 4000 {
+				t.Errorf("blob %s is %d bytes, over --blob-max-bytes 4000", n, info.Size)
+			}
+			m, ok := ParseMeta(info.Metadata)
+			if !ok {
+				t.Errorf("blob %s has no metadata", n)
+			}
+			count += m.Count
+			all = append(all, readAll(t, store, n)...)
+		}
+		if !bytes.Equal(all, data) || count != 100 {
+			t.Fatalf("rolled-over blobs hold %d bytes / %d events, want %d / 100", len(all), count, len(data))
+		}
+	})
+	t.Run("ClaimSkipsOtherWriters", func(t *testing.T) {
+		store := newStore(t)
+		key := HourPrefix("shared", hour)
+		// Another instance already wrote 000001 and 000002.
+		for seq := 1; seq <= 2; seq++ {
+			if err := store.Create(context.Background(), BlobName(key, seq, CompressNone), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := newTestSink(t, store, Config{}), newTestSink(t, store, Config{})
+		da, db := lines("shared", hour, 5, logline.LevelInfo), lines("shared", hour.Add(time.Minute), 5, logline.LevelInfo)
+		if _, err := a.Flush(context.Background(), key, da, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Flush(context.Background(), key, db, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, store, BlobName(key, 3, CompressNone)); !bytes.Equal(got, da) {
+			t.Fatalf("first writer's blob 000003 = %q", got)
+		}
+		if got := readAll(t, store, BlobName(key, 4, CompressNone)); !bytes.Equal(got, db) {
+			t.Fatalf("second writer's blob 000004 = %q", got)
+		}
+		if got := readAll(t, store, BlobName(key, 1, CompressNone)); len(got) != 0 {
+			t.Fatal("a writer appended into another writer's blob")
+		}
+	})
+	for _, c := range []Compression{CompressZstd, CompressGzip} {
+		t.Run("Compressed-"+string(c), func(t *testing.T) {
+			store := newStore(t)
+			s := newTestSink(t, store, Config{Compression: c})
+			key := HourPrefix("z", hour)
+			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
+			s.Flush(context.Background(), key, d1, noJournal)
+			s.Flush(context.Background(), key, d2, noJournal)
+			names := listNames(t, store, key+"/")
+			if len(names) != 1 || !strings.HasSuffix(names[0], c.Ext()) {
+				t.Fatalf("blobs = %v", names)
+			}
+			if got := readAll(t, store, names[0]); !bytes.Equal(got, append(d1, d2...)) {
+				t.Fatal("two compressed frames do not decode to the two flushes")
+			}
+		})
+	}
+	t.Run("LostAppendResponseDoesNotDuplicate", func(t *testing.T) {
+		inner := newStore(t)
+		store := &flakyStore{Store: inner, loseAfterAppend: 1}
+		s := newTestSink(t, store, Config{})
+		key := HourPrefix("lost", hour)
+		data := lines("lost", hour, 20, logline.LevelInfo)
+		n, err := s.Flush(context.Background(), key, data, noJournal)
+		if err == nil {
+			t.Fatal("the lost response was not reported")
+		}
+		// The buffer retries the rest; the sink finds the block already there.
+		if _, err := s.Flush(context.Background(), key, data[n:], noJournal); err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, inner, BlobName(key, 1, CompressNone)); !bytes.Equal(got, data) {
+			t.Fatalf("after a retried append the blob holds %d bytes, want %d exactly once", len(got), len(data))
+		}
+	})
+	t.Run("LandedAfterCrash", func(t *testing.T) {
+		inner := newStore(t)
+		store := &flakyStore{Store: inner, failAppendsAfter: 2}
+		s := newTestSink(t, store, Config{ChunkBytes: 1000})
+		key := HourPrefix("crash", hour)
+		data := lines("crash", hour, 40, logline.LevelWarn) // several blocks; two land, then "crash"
+		var intent []byte
+		n, err := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+		if err == nil || n == 0 || n == len(data) {
+			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
+		}
+		// A new process resolves the intent from storage alone.
+		s2 := newTestSink(t, inner, Config{ChunkBytes: 1000})
+		landed, err := s2.Landed(context.Background(), key, intent)
+		if err != nil || landed != n {
+			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
+		}
+		info, _ := inner.Stat(context.Background(), BlobName(key, 1, CompressNone))
+		m, ok := ParseMeta(info.Metadata)
+		if !ok || m.Count != int64(bytes.Count(data[:n], []byte{'\n'})) {
+			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
+		}
+		// The rest goes to a new blob: a restarted writer never appends to an old one.
+		if _, err := s2.Flush(context.Background(), key, data[landed:], noJournal); err != nil {
+			t.Fatal(err)
+		}
+		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
+		if !bytes.Equal(all, data) {
+			t.Fatal("recovered blobs do not hold every line exactly once")
+		}
+	})
+}
+
+// flakyStore injects failures into a real store.
+type flakyStore struct {
+	Store
+	loseAfterAppend  int // this many appends land but report an error
+	failAppendsAfter int // after this many successful appends, every append fails
+	appends          int
+}
+
+func (f *flakyStore) Append(ctx context.Context, name string, offset int64, block []byte) error {
+	if f.failAppendsAfter > 0 && f.appends >= f.failAppendsAfter {
+		return errors.New("connection reset")
+	}
+	err := f.Store.Append(ctx, name, offset, block)
+	f.appends++
+	if err == nil && f.loseAfterAppend > 0 {
+		f.loseAfterAppend--
+		return errors.New("timeout awaiting response")
+	}
+	return err
+}
+
+func TestSinkOnFileStore(t *testing.T) {
+	sinkSuite(t, func(t *testing.T) Store {
+		s, err := NewFileStore(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestTornBlockIsCutOnRecovery(t *testing.T) {
+	store, _ := NewFileStore(t.TempDir())
+	s := newTestSink(t, store, Config{ChunkBytes: 1000})
+	key := HourPrefix("torn", hour)
+	data := lines("torn", hour, 30, logline.LevelInfo)
+	var intent []byte
+	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
+	s.store = flaky
+	n, _ := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+	// Power loss mid-append: half of the next block is on disk.
+	name := BlobName(key, 1, CompressNone)
+	info, _ := store.Stat(context.Background(), name)
+	store.Append(context.Background(), name, info.Size, data[n:n+100])
+	s2 := newTestSink(t, store, Config{ChunkBytes: 1000})
+	landed, err := s2.Landed(context.Background(), key, intent)
+	if err != nil || landed != n {
+		t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
+	}
+	if got := readAll(t, store, name); !bytes.Equal(got, data[:n]) {
+		t.Fatalf("the torn block was not cut: %d bytes, want %d", len(got), n)
+	}
+}
+
+func TestScanMeta(t *testing.T) {
+	data := append(lines("m", hour.Add(time.Minute), 3, logline.LevelInfo), lines("m", hour, 2, LevelNoneForTest)...)
+	m := scanMeta(data)
+	if m.Count != 5 || m.Start != hour.UnixNano() || m.End != hour.Add(time.Minute+2*time.Second).UnixNano() || m.Levels.String() != "info" {
+		t.Fatalf("scanMeta = %+v (%s)", m, m.Levels)
+	}
+}
+
+const LevelNoneForTest = logline.LevelNone
+
+func BenchmarkSinkFlushFile(b *testing.B) {
+	for _, c := range []Compression{CompressNone, CompressZstd} {
+		b.Run("compression="+string(c), func(b *testing.B) {
+			store, _ := NewFileStore(b.TempDir())
+			s, _ := NewSink(store, Config{MaxBlobBytes: 1 << 40, Compression: c}, nil, nil)
+			data := lines("bench", hour, 20000, logline.LevelInfo) // ~2 MB
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			key := HourPrefix("bench", hour)
+			for b.Loop() {
+				if _, err := s.Flush(context.Background(), key, data, noJournal); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
