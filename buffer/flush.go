@@ -184,6 +184,8 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 
 type shortFlushError struct{}
 
-func (shortFlushError) Error() string { return "the sink stored only part of the data without an error" }
+func (shortFlushError) Error() string {
+	return "the sink stored only part of the data without an error"
+}
 
 var errShortFlush error = shortFlushError{}
