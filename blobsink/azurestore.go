@@ -48,16 +48,31 @@ const readRetries = 3
 
 // NewAzureStore returns the store for the named container, creating the
 // container when it does not exist yet.
+//
+// Credentials scoped to the container (a container SAS, a role on the
+// container only) may not create it; a 403 is then accepted when the
+// container can be listed, which proves it exists and is usable.
 func NewAzureStore(ctx context.Context, client *azblob.Client, containerName string) (*AzureStore, error) {
 	if err := checkContainerName(containerName); err != nil {
 		return nil, err
 	}
-	cont := client.ServiceClient().NewContainerClient(containerName)
-	_, err := cont.Create(ctx, nil)
-	if err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		return nil, wrapAzure("create container "+containerName, err)
+	s := &AzureStore{cont: client.ServiceClient().NewContainerClient(containerName), name: containerName}
+	_, err := s.cont.Create(ctx, nil)
+	switch {
+	case err == nil, bloberror.HasCode(err, bloberror.ContainerAlreadyExists):
+		return s, nil
+	case isForbidden(err):
+		one := int32(1)
+		if _, lerr := s.cont.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{MaxResults: &one}).NextPage(ctx); lerr == nil {
+			return s, nil
+		}
 	}
-	return &AzureStore{cont: cont, name: containerName}, nil
+	return nil, wrapAzure("create container "+containerName, err)
+}
+
+func isForbidden(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusForbidden
 }
 
 // checkContainerName applies Azure's container naming rules up front, so a

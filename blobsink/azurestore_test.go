@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"ingest/blobsink"
 	"ingest/internal/azurite"
@@ -113,6 +114,46 @@ func TestAzureStoreCreatesContainer(t *testing.T) {
 	// A second instance finds the container there: ContainerAlreadyExists is fine.
 	if _, err := blobsink.NewAzureStore(t.Context(), client, name); err != nil {
 		t.Errorf("NewAzureStore on an existing container: %v", err)
+	}
+}
+
+// TestAzureStoreContainerSAS uses a SAS for an existing container only: it
+// cannot create the container, and the store works regardless.
+func TestAzureStoreContainerSAS(t *testing.T) {
+	owner, err := (&storage.Config{ConnString: azurite.ConnString(t)}).BlobClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := uniqueContainer(t)
+	if _, err := owner.CreateContainer(t.Context(), name, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = owner.DeleteContainer(context.Background(), name, nil) })
+	perms := sas.ContainerPermissions{Read: true, Add: true, Create: true, Write: true, List: true}
+	sasURL, err := owner.ServiceClient().NewContainerClient(name).GetSASURL(perms, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint, query, _ := strings.Cut(sasURL, "?")
+	endpoint = strings.TrimSuffix(endpoint, "/"+name)
+	client, err := (&storage.Config{ConnString: "BlobEndpoint=" + endpoint + ";SharedAccessSignature=" + query}).BlobClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := blobsink.NewAzureStore(t.Context(), client, name)
+	if err != nil {
+		t.Fatalf("NewAzureStore with a container SAS: %v", err)
+	}
+	ctx, blob := t.Context(), "svc/2026/11/21/1800/000001.log"
+	if err := s.Create(ctx, blob, map[string]string{blobsink.MetaLogVersion: "1.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, blob, 0, []byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The same SAS does not reach another container: that stays an error.
+	if _, err := blobsink.NewAzureStore(t.Context(), client, uniqueContainer(t)); err == nil {
+		t.Error("NewAzureStore on a container outside the SAS succeeded")
 	}
 }
 
