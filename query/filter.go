@@ -76,6 +76,9 @@ func (f *filter) prefilter(line []byte) bool {
 	return true
 }
 
+// needsMessage reports whether match looks at the unescaped message.
+func (f *filter) needsMessage() bool { return f.text != nil }
+
 // match checks a parsed line against every filter.
 func (f *filter) match(line []byte, e *logline.Event) bool {
 	if e.Time < f.from || e.Time >= f.to {

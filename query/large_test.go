@@ -1,0 +1,185 @@
+package query
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ingest/blobsink"
+	"ingest/logline"
+)
+
+// writeLarge writes about size bytes of ~200-byte lines per hour, for each
+// hour starting at first, spread round-robin over writers interleaved blobs,
+// in flushes of about 4 MiB (one frame each when compressed). It returns
+// the number of events.
+func writeLarge(t testing.TB, s blobsink.Store, svc string, first time.Time, hours int, size int64, writers int, c blobsink.Compression) int64 {
+	t.Helper()
+	const lineSize = 200
+	perHour := size / lineSize
+	step := time.Hour / time.Duration(perHour)
+	msg := []byte("GET /api/v1/orders/000000 completed with status 200 for user u-000000 in 000 ms via edge-0")
+	var total int64
+	for h := range hours {
+		hour := first.Add(time.Duration(h) * time.Hour)
+		type blob struct {
+			name  string
+			block []byte
+			off   int64
+			meta  blobsink.Meta
+		}
+		bs := make([]*blob, writers)
+		for w := range bs {
+			bs[w] = &blob{name: blobsink.BlobName(blobsink.HourPrefix(svc, hour), w+1, c)}
+			if err := s.Create(context.Background(), bs[w].name, blobsink.Meta{}.Map()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flush := func(b *blob) {
+			appendRaw(t, s, b.name, &b.off, encodeFrame(t, c, b.block))
+			b.block = b.block[:0]
+		}
+		var id, attrs []byte
+		for i := range perHour {
+			b := bs[i%int64(writers)]
+			id = strconv.AppendInt(append(id[:0], 'e'), total+i, 10)
+			attrs = strconv.AppendInt(append(attrs[:0], `{"n":`...), i, 10)
+			attrs = append(attrs, `,"route":"orders"}`...)
+			copy(msg[19:25], strconv.AppendInt(nil, 100000+i%900000, 10))
+			e := logline.Event{Time: hour.Add(time.Duration(i) * step).UnixNano(), Level: logline.Level(1 + i%6),
+				Service: []byte(svc), Host: []byte("web-17"), ID: id, Message: msg, Attrs: attrs}
+			b.block = logline.AppendLine(b.block, &e)
+			b.meta = b.meta.Merge(blobsink.Meta{Start: e.Time, End: e.Time, Levels: logline.LevelSet(0).Add(e.Level), Count: 1})
+			if len(b.block) >= 4<<20-1024 {
+				flush(b)
+			}
+		}
+		for _, b := range bs {
+			if len(b.block) > 0 {
+				flush(b)
+			}
+			if err := s.SetMetadata(context.Background(), b.name, b.meta.Map()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total += perHour
+	}
+	return total
+}
+
+// TestBoundedMemory queries 200 MiB (four hours, two interleaved writers
+// each) and checks the heap stays far below the data size.
+func TestBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200 MiB")
+	}
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	n := writeLarge(t, s, "big", first, 4, 56<<20, 2, blobsink.CompressNone)
+
+	runtime.GC()
+	debug.FreeOSMemory()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		for {
+			p := peak.Load()
+			if ms.HeapInuse <= p || peak.CompareAndSwap(p, ms.HeapInuse) {
+				return
+			}
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+				sample()
+			}
+		}
+	})
+	var got, last int64
+	ordered := true
+	st, err := Run(context.Background(), s, Query{Services: []string{"big"}, From: first, To: first.Add(4 * time.Hour)},
+		func(_ []byte, e *logline.Event) error {
+			ordered = ordered && e.Time >= last
+			last = e.Time
+			if got++; got%8192 == 0 {
+				sample()
+			}
+			return nil
+		})
+	close(done)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n || !ordered {
+		t.Fatalf("got %d of %d events, in order %v", got, n, ordered)
+	}
+	const limit = 64 << 20
+	t.Logf("scanned %d MiB in %d blobs; peak HeapInuse %.1f MiB (%.1f MiB before the query)",
+		st.BytesDecoded>>20, st.BlobsRead, float64(peak.Load())/(1<<20), float64(base.HeapInuse)/(1<<20))
+	if peak.Load() > limit {
+		t.Fatalf("peak HeapInuse %d MiB, want under %d MiB", peak.Load()>>20, limit>>20)
+	}
+}
+
+// BenchmarkScan queries one large hour (QUERY_BENCH_MIB, default 256 MiB of
+// ~200-byte lines in two interleaved blobs) from the FileStore: every line
+// is read, parsed and filtered; "all" also sorts and hands out every line,
+// "errors" hands out one in six. MB/s is decoded line bytes.
+func BenchmarkScan(b *testing.B) {
+	size := int64(256 << 20)
+	if v, err := strconv.ParseInt(os.Getenv("QUERY_BENCH_MIB"), 10, 64); err == nil && v > 0 {
+		size = v << 20
+	}
+	hour := time.Date(2026, 11, 21, 16, 0, 0, 0, time.UTC)
+	for _, c := range []blobsink.Compression{blobsink.CompressNone, blobsink.CompressZstd} {
+		name := "plain"
+		if c != blobsink.CompressNone {
+			name = string(c)
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := blobsink.NewFileStore(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := writeLarge(b, s, "bench", hour, 1, size, 2, c)
+			for _, sub := range []struct {
+				name  string
+				level logline.Level
+			}{{"all", logline.LevelNone}, {"errors", logline.LevelError}} {
+				b.Run(sub.name, func(b *testing.B) {
+					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level}
+					var st Stats
+					b.ReportAllocs()
+					for b.Loop() {
+						st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error { return nil })
+						if err != nil || st.LinesScanned != n {
+							b.Fatalf("scanned %d of %d lines: %v", st.LinesScanned, n, err)
+						}
+					}
+					b.SetBytes(st.BytesDecoded)
+					b.ReportMetric(float64(st.LinesScanned)*float64(b.N)/b.Elapsed().Seconds(), "lines/s")
+					b.ReportMetric(float64(st.BytesRead)/float64(st.BytesDecoded), "stored/decoded")
+				})
+			}
+		})
+	}
+}
