@@ -68,7 +68,7 @@ func DetectFormat(contentType string, body []byte, otlpAllowed bool) (Format, er
 		f = sniffJSON(body, first)
 	}
 	switch {
-	case f == 0 && first == 0:
+	case f == 0 && blank(body):
 		f = FormatNDJSON // an empty body holds no events, whatever its type
 	case f == 0:
 		return 0, errorf(http.StatusUnsupportedMediaType,
@@ -115,6 +115,11 @@ func isOTLPJSON(body []byte) bool {
 	}
 	b = bytes.TrimLeft(b[1:], " \t\r\n")
 	return bytes.HasPrefix(b, []byte(`"resourceLogs"`)) || bytes.HasPrefix(b, []byte(`"resource_logs"`))
+}
+
+// blank reports whether body holds nothing but white space.
+func blank(body []byte) bool {
+	return len(bytes.TrimLeft(bytes.TrimPrefix(body, []byte(bom)), " \t\r\n")) == 0
 }
 
 // firstByte returns the first byte that is not JSON white space (or a UTF-8

@@ -1,10 +1,15 @@
 package intake
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"ingest/logline"
 )
@@ -207,4 +212,71 @@ func BenchmarkParseLogsJSONArray(b *testing.B) {
 		}
 	}
 	reportEvents(b, 1000, cpuTime()-cpu)
+}
+
+// checkResult checks the invariants of every Result.
+func checkResult(t *testing.T, res Result, err error, emitted int) {
+	t.Helper()
+	if err != nil {
+		if s := StatusOf(err); s != 400 && s != 415 {
+			t.Fatalf("error %v has status %d", err, s)
+		}
+		if emitted != 0 {
+			t.Fatalf("%d events emitted before a whole-body error", emitted)
+		}
+		return
+	}
+	if res.Accepted != emitted {
+		t.Fatalf("Accepted = %d, emitted %d", res.Accepted, emitted)
+	}
+	if len(res.Errors) > MaxErrors || len(res.Errors) > res.Rejected || len(res.Errors) < min(res.Rejected, MaxErrors) {
+		t.Fatalf("%d errors listed for %d rejections", len(res.Errors), res.Rejected)
+	}
+	last := 0
+	for _, e := range res.Errors {
+		if e.Line <= last || e.Error == "" {
+			t.Fatalf("errors out of order or empty: %+v", res.Errors)
+		}
+		last = e.Line
+	}
+}
+
+// validJSON reports whether b is valid JSON (what attrs must always be).
+func validJSON(b []byte) bool { return json.Valid(b) && utf8.Valid(b) }
+
+func FuzzParseLogs(f *testing.F) {
+	f.Add([]byte(benchBody(3)), uint8(0))
+	f.Add([]byte(`[{"date":1732212245.123,"log":"x"},{"msg":{"a":[1,"\u00e9\ud83d\ude00"]}},5]`), uint8(1))
+	f.Add([]byte("plain\r\ntext\n\n"), uint8(2))
+	f.Add([]byte(`{"msg":"a\\q\"","level":"loud","x":NaN,"ts":"2026-11-21 18:04:05,5"}`), uint8(0))
+	pb, _ := proto.Marshal(otlpRequest())
+	f.Add(pb, uint8(3))
+	js, _ := protojson.Marshal(otlpRequest())
+	f.Add(js, uint8(4))
+	formats := []Format{FormatNDJSON, FormatJSONArray, FormatText, FormatOTLPProto, FormatOTLPJSON}
+	f.Fuzz(func(t *testing.T, body []byte, fi uint8) {
+		p := GetParser()
+		defer PutParser(p)
+		emitted := 0
+		var line []byte
+		res, err := p.ParseLogs(body, formats[int(fi)%len(formats)], Defaults{Now: now}, func(e *logline.Event) {
+			emitted++
+			if len(e.Attrs) > 0 && !validJSON(e.Attrs) {
+				t.Fatalf("attrs are not valid JSON: %q", e.Attrs)
+			}
+			line = logline.AppendLine(line[:0], e)
+			var back logline.Event
+			if err := logline.Parse(line, &back); err != nil {
+				t.Fatalf("event makes a line logline.Parse refuses: %q: %v", line, err)
+			}
+			want := e.Time - e.Time%100 // lines keep 100 ns ticks, rounding down
+			if e.Time%100 < 0 {
+				want -= 100
+			}
+			if back.Time != want {
+				t.Fatalf("time changed through the line: %d -> %d", e.Time, back.Time)
+			}
+		})
+		checkResult(t, res, err, emitted)
+	})
 }

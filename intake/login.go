@@ -40,8 +40,10 @@ func loginField(key []byte) fieldKind {
 // ParseLogins parses a body of login attempts, NDJSON or a JSON array, and
 // calls emit for each valid one. Its contract is ParseLogs': a bad line is
 // rejected with its number and skipped, a line without a non-empty "user"
-// among them. Text and OTLP bodies are a 415.
-func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login)) (Result, error) {
+// among them. Text and OTLP bodies are a 415. An error from emit rejects
+// that line too, with the error's text (the caller's own checks, such as an
+// attempt older than the table retention).
+func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
@@ -50,8 +52,11 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 			r.reject(n, msg)
 			return
 		}
+		if err := emit(&p.lg); err != nil {
+			r.reject(n, err.Error())
+			return
+		}
 		r.Accepted++
-		emit(&p.lg)
 	}
 	switch f {
 	case FormatNDJSON:
