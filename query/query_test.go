@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"ingest/blobsink"
@@ -171,6 +173,15 @@ func testFixture(t *testing.T, cs *countingStore, f *fixture) {
 			func([]byte, *logline.Event) error { n++; return nil })
 		if err != nil || n != 0 || st.BlobsListed != 0 || len(cs.take()) != 0 {
 			t.Fatalf("n=%d err=%v stats %+v", n, err, st)
+		}
+	})
+	t.Run("AllServicesOnTheStoreItself", func(t *testing.T) {
+		// cs hides the store's type; the bare store takes the FileStore
+		// directory path (or TopLister) where it has one.
+		q := Query{Services: []string{"*"}, From: at(16, 4, 0), To: at(16, 6, 0)}
+		got, _ := collect(t, cs.Store, q)
+		if want := f.want(q); !slices.Equal(got, want) {
+			t.Fatalf("got %d events, want %d", len(got), len(want))
 		}
 	})
 	t.Run("CallbackError", func(t *testing.T) {
@@ -447,4 +458,52 @@ func TestHourIndex(t *testing.T) {
 	f("a/2026/11/21/1630/000001.log", "a/2026/11/21/", 24, 0, false)
 	f("a/2026/11/21/1600/x/000001.log", "a/2026/11/21/1600/", 1, 0, false)
 	f("a/2026/11/21/1600/notes.txt", "a/2026/11/21/1600/", 1, 0, false)
+}
+
+// failingStore breaks reads after some bytes, or listings, like a storage
+// outage.
+type failingStore struct {
+	blobsink.Store
+	readErr, listErr error
+}
+
+func (f *failingStore) List(ctx context.Context, prefix string, fn func(blobsink.BlobInfo) error) error {
+	if f.listErr != nil {
+		return f.listErr
+	}
+	return f.Store.List(ctx, prefix, fn)
+}
+
+func (f *failingStore) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	rc, err := f.Store.Open(ctx, name)
+	if err != nil || f.readErr == nil {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(io.LimitReader(rc, 1000), iotest.ErrReader(f.readErr)), rc}, nil
+}
+
+// TestStorageErrors: a storage failure while reading (plain or compressed)
+// or listing is returned, not mistaken for a damaged blob.
+func TestStorageErrors(t *testing.T) {
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFixture(t, s)
+	outage := errors.New("connection reset")
+	for _, svc := range []string{"api", "web"} { // 16:00 holds plain, zstd and gzip blobs of both
+		_, err = Run(context.Background(), &failingStore{Store: s, readErr: outage}, Query{Services: []string{svc}, From: at(16, 0, 0), To: at(17, 0, 0)},
+			func([]byte, *logline.Event) error { return nil })
+		if !errors.Is(err, outage) || !strings.HasPrefix(err.Error(), "cannot read blob ") {
+			t.Fatalf("read outage: %v", err)
+		}
+	}
+	_, err = Run(context.Background(), &failingStore{Store: s, listErr: outage}, Query{Services: []string{"*"}, From: at(16, 0, 0), To: at(17, 0, 0)},
+		func([]byte, *logline.Event) error { return nil })
+	if !errors.Is(err, outage) || !strings.HasPrefix(err.Error(), "cannot list ") {
+		t.Fatalf("list outage: %v", err)
+	}
 }
