@@ -176,14 +176,16 @@ func decodeValue(v *fastjson.Value, edm string) (any, error) {
 		}
 		return s, nil
 	case fastjson.TypeNumber:
+		// The service omits Edm.Double on numbers it returns (minimal
+		// metadata annotates only Int64, DateTime, Guid, Binary), so a whole
+		// double reads back as Int32 there; the annotation is ignored here
+		// too, so both backends read the same values.
 		raw := v.String()
-		if edm == "" || edm == "Edm.Int32" {
-			if n, err := strconv.ParseInt(raw, 10, 32); err == nil {
-				return int32(n), nil
-			}
-		}
 		if edm == "Edm.Int64" {
 			return strconv.ParseInt(raw, 10, 64)
+		}
+		if n, err := strconv.ParseInt(raw, 10, 32); err == nil {
+			return int32(n), nil
 		}
 		return strconv.ParseFloat(raw, 64)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"ingest/shard"
@@ -48,7 +49,8 @@ type Store interface {
 }
 
 // Entity is one table row. Props values are string, bool, int64 (Edm.Int64),
-// int32 or float64.
+// int32, float64 (Edm.Double) or time.Time (Edm.DateTime, 100 ns resolution).
+// A whole float64 reads back as int32: the service does not annotate doubles.
 type Entity struct {
 	PartitionKey, RowKey string
 	Props                map[string]any
@@ -70,14 +72,14 @@ func IsTransient(err error) bool { return errors.Is(err, ErrTransient) }
 
 // Azure's limits, enforced here because Azurite accepts more.
 const (
-	MaxBatchEntities  = 100       // entities in one entity group transaction
-	MaxBatchBytes     = 4 << 20   // payload of one entity group transaction
-	MaxEntityBytes    = 1 << 20   // one entity, as Azure sizes it
-	MaxProperties     = 252       // custom properties of one entity
-	MaxStringBytes    = 64 << 10  // one string property, UTF-16 encoded
-	MaxPropertyName   = 255       // characters in a property name
-	batchOverhead     = 2 << 10   // multipart envelope of a transaction
-	operationOverhead = 1 << 10   // headers and request line of one operation
+	MaxBatchEntities  = 100      // entities in one entity group transaction
+	MaxBatchBytes     = 4 << 20  // payload of one entity group transaction
+	MaxEntityBytes    = 1 << 20  // one entity, as Azure sizes it
+	MaxProperties     = 252      // custom properties of one entity
+	MaxStringBytes    = 64 << 10 // one string property, UTF-16 encoded
+	MaxPropertyName   = 255      // characters in a property name
+	batchOverhead     = 2 << 10  // multipart envelope of a transaction
+	operationOverhead = 1 << 10  // headers and request line of one operation
 	maxTableNameLen   = 63
 )
 
@@ -139,7 +141,7 @@ func CheckEntity(e *Entity) error {
 			if 2*utf16Len(v) > MaxStringBytes {
 				return fmt.Errorf("cannot store entity %s/%s: property %s is over 64 KiB in UTF-16", e.PartitionKey, e.RowKey, k)
 			}
-		case bool, int32, int64, float64:
+		case bool, int32, int64, float64, time.Time:
 		default:
 			return fmt.Errorf("cannot store entity %s/%s: property %s has unsupported type %T", e.PartitionKey, e.RowKey, k, v)
 		}
