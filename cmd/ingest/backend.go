@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"ingest/blobsink"
+	"ingest/storage"
+	"ingest/tablesink"
+)
+
+// backend is the opened storage: blob store, table store, and their closers.
+type backend struct {
+	blobs  blobsink.Store
+	tables tablesink.Store
+	close  func()
+}
+
+// openBackend opens the blob store, and the table store when tables is set
+// (the embedded table store is a single-writer database: the read-only
+// commands that do not need it do not open it).
+func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backend, error) {
+	b := &backend{close: func() {}}
+	if cfg.Azure() {
+		bc, err := cfg.BlobClient()
+		if err != nil {
+			return nil, err
+		}
+		bs, err := blobsink.NewAzureStore(ctx, bc, cfg.Container)
+		if err != nil {
+			return nil, err
+		}
+		b.blobs = bs
+		if tables {
+			tc, err := cfg.TableClient()
+			if err != nil {
+				return nil, err
+			}
+			b.tables = tablesink.NewAzureStore(tc)
+		}
+		return b, nil
+	}
+	fs, err := blobsink.NewFileStore(cfg.BlobDir())
+	if err != nil {
+		return nil, err
+	}
+	b.blobs = fs
+	if tables {
+		bolt, err := tablesink.OpenBolt(cfg.TableFile())
+		if err != nil {
+			return nil, err
+		}
+		b.tables = bolt
+		b.close = func() { bolt.Close() }
+	}
+	return b, nil
+}
+
+// loginFlusher adapts the table sink to the buffer: its upserts are
+// idempotent, so it journals nothing and a replay simply writes again.
+type loginFlusher struct{ sink *tablesink.Sink }
+
+func (f loginFlusher) Flush(ctx context.Context, key string, data []byte, _ func([]byte) error) (int, error) {
+	if err := f.sink.Flush(ctx, key, data); err != nil {
+		return 0, err
+	}
+	return len(data), nil
+}
+
+func (loginFlusher) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
+
+// readyProbe checks that blob storage answers.
+func readyProbe(store blobsink.Store) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := store.Stat(ctx, "ingest-readyz-probe")
+		if err == nil || errors.Is(err, blobsink.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("cannot use --log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// storageFlags registers the storage flags every command takes.
+func storageFlags(fs *pflag.FlagSet) *storage.Config {
+	cfg := &storage.Config{}
+	cfg.RegisterFlags(fs)
+	return cfg
+}
+
+// tableSink builds the login sink for the read-side commands.
+func tableSink(b *backend, cfg tablesink.Config) (*tablesink.Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return tablesink.New(cfg, b.tables, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func oneArg(fs *pflag.FlagSet, what string) (string, error) {
+	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
+		return "", fmt.Errorf("want exactly one %s argument (see --help)", what)
+	}
+	return fs.Arg(0), nil
+}

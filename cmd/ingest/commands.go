@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"ingest/blobsink"
+	"ingest/logline"
+	"ingest/loadtest"
+	"ingest/query"
+	"ingest/tablesink"
+)
+
+func runLs(args []string) error {
+	fs := pflag.NewFlagSet("ls", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	if err := parse(fs, "ingest ls PREFIX [flags]", args); err != nil {
+		return err
+	}
+	prefix := ""
+	if fs.NArg() > 1 {
+		return fmt.Errorf("want at most one PREFIX argument")
+	}
+	if fs.NArg() == 1 {
+		prefix = fs.Arg(0)
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	be, err := openBackend(ctx, scfg, false)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	var blobs []blobsink.BlobInfo
+	if err := be.blobs.List(ctx, prefix, func(b blobsink.BlobInfo) error { blobs = append(blobs, b); return nil }); err != nil {
+		return err
+	}
+	sort.Slice(blobs, func(i, j int) bool { return blobs[i].Name < blobs[j].Name })
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for _, b := range blobs {
+		fmt.Fprintf(w, "%s\t%d", b.Name, b.Size)
+		for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount} {
+			if v, ok := blobsink.MetaValue(b.Metadata, k); ok {
+				fmt.Fprintf(w, "\t%s=%s", k, v)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func runCat(args []string) error {
+	fs := pflag.NewFlagSet("cat", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	if err := parse(fs, "ingest cat BLOB [flags]", args); err != nil {
+		return err
+	}
+	name, err := oneArg(fs, "BLOB")
+	if err != nil {
+		return err
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	be, err := openBackend(ctx, scfg, false)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	rc, err := query.OpenBlob(ctx, be.blobs, name)
+	if err != nil {
+		return fmt.Errorf("cannot open blob %s: %w", name, err)
+	}
+	defer rc.Close()
+	_, err = io.Copy(os.Stdout, rc)
+	return err
+}
+
+func runQuery(args []string) error {
+	fs := pflag.NewFlagSet("query", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	service := fs.String("service", "", "service name, comma list, or * for all (required)")
+	from := fs.String("from", "-1h", "start time, inclusive: RFC 3339 or relative (-15m, -2h, now)")
+	to := fs.String("to", "now", "end time, exclusive: RFC 3339 or relative")
+	level := fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal")
+	text := fs.String("q", "", "text the message must contain")
+	grep := fs.String("grep", "", "regular expression the stored line must match")
+	format := fs.String("format", "lines", "output: lines (as stored) or ndjson")
+	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
+	showStats := fs.Bool("stats", false, "print scan figures to stderr at the end")
+	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", args); err != nil {
+		return err
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	if *service == "" {
+		return fmt.Errorf("--service is required (a name, a comma list, or *)")
+	}
+	now := time.Now()
+	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit}
+	var err error
+	if q.From, err = query.ParseTime(*from, now); err != nil {
+		return fmt.Errorf("bad --from: %w", err)
+	}
+	if q.To, err = query.ParseTime(*to, now); err != nil {
+		return fmt.Errorf("bad --to: %w", err)
+	}
+	if *level != "" {
+		l, ok := logline.ParseLevel([]byte(*level))
+		if !ok {
+			return fmt.Errorf("bad --level %q", *level)
+		}
+		q.Level = l
+	}
+	if *grep != "" {
+		if q.Grep, err = regexp.Compile(*grep); err != nil {
+			return fmt.Errorf("bad --grep: %w", err)
+		}
+	}
+	if *format != "lines" && *format != "ndjson" {
+		return fmt.Errorf("bad --format %q: want lines or ndjson", *format)
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	be, err := openBackend(ctx, scfg, false)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	w := bufio.NewWriterSize(os.Stdout, 256<<10)
+	defer w.Flush()
+	var out []byte
+	st, err := query.Run(ctx, be.blobs, q, func(line []byte, e *logline.Event) error {
+		if *format == "ndjson" {
+			out = query.AppendNDJSON(out[:0], e)
+			_, err := w.Write(out)
+			return err
+		}
+		_, err := w.Write(line)
+		return err
+	})
+	if *showStats {
+		fmt.Fprintf(os.Stderr, "prefixes=%d blobs_listed=%d blobs_skipped=%d blobs_read=%d bytes_read=%d lines_scanned=%d lines_matched=%d\n",
+			st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.BytesRead, st.LinesScanned, st.LinesMatched)
+	}
+	return err
+}
+
+func runLogins(args []string) error {
+	fs := pflag.NewFlagSet("logins", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	tcfg := tablesink.DefaultConfig()
+	tcfg.RegisterFlags(fs)
+	days := fs.Int("days", 7, "how many days back to read")
+	limit := fs.Int("limit", 20, "how many attempts at most")
+	format := fs.String("format", "table", "output: table or ndjson")
+	if err := parse(fs, "ingest logins USER [--days D] [--limit N] [--format table|ndjson]", args); err != nil {
+		return err
+	}
+	user, err := oneArg(fs, "USER")
+	if err != nil {
+		return err
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	sink, err := tableSink(be, tcfg)
+	if err != nil {
+		return err
+	}
+	attempts, err := sink.Tail(ctx, user, *days, *limit)
+	if err != nil {
+		return err
+	}
+	if *format == "ndjson" {
+		w := bufio.NewWriter(os.Stdout)
+		defer w.Flush()
+		for i := range attempts {
+			w.Write(append(tablesink.AppendAttemptJSON(nil, &attempts[i]), '\n'))
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintln(tw, "TIME\tSUCCESS\tIP\tID\tUSER AGENT")
+	for _, a := range attempts {
+		ok := "-"
+		if a.HasSuccess {
+			ok = fmt.Sprint(a.Success)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", logline.AppendTime(nil, a.Time), ok, a.IP, a.ID, a.UA)
+	}
+	return nil
+}
+
+func runStats(args []string) error {
+	fs := pflag.NewFlagSet("stats", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	day := fs.String("day", "", "UTC day, YYYY-MM-DD (default today)")
+	if err := parse(fs, "ingest stats SERVICE [--day YYYY-MM-DD]", args); err != nil {
+		return err
+	}
+	service, err := oneArg(fs, "SERVICE")
+	if err != nil {
+		return err
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	d := time.Now().UTC().Truncate(24 * time.Hour)
+	if *day != "" {
+		if d, err = time.Parse("2006-01-02", *day); err != nil {
+			return fmt.Errorf("bad --day %q: want YYYY-MM-DD", *day)
+		}
+	}
+	ctx := context.Background()
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	hours, err := tablesink.ReadStats(ctx, be.tables, service, d)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	defer tw.Flush()
+	levels := logline.Levels()
+	header := []string{"HOUR", "TOTAL"}
+	for _, l := range levels {
+		header = append(header, strings.ToUpper(l.String()))
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for h, hs := range hours {
+		row := []string{fmt.Sprintf("%02d:00", h), fmt.Sprint(hs.Total)}
+		for _, l := range levels {
+			row = append(row, fmt.Sprint(hs.Levels[l]))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	return nil
+}
+
+func runRetention(args []string) error {
+	fs := pflag.NewFlagSet("retention", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	tcfg := tablesink.DefaultConfig()
+	tcfg.RegisterFlags(fs)
+	dry := fs.Bool("dry-run", false, "print the tables that would be deleted, delete nothing")
+	if err := parse(fs, "ingest retention [--dry-run]", args); err != nil {
+		return err
+	}
+	if err := scfg.Validate(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	sink, err := tableSink(be, tcfg)
+	if err != nil {
+		return err
+	}
+	deleted, err := sink.Maintain(ctx, *dry)
+	verb := "deleted"
+	if *dry {
+		verb = "would delete"
+	}
+	for _, t := range deleted {
+		fmt.Printf("%s %s\n", verb, t)
+	}
+	if err == nil && len(deleted) == 0 {
+		fmt.Printf("no login table is older than %d days\n", tcfg.RetentionDays)
+	}
+	return err
+}
+
+func runLoadtest(args []string) error {
+	fs := pflag.NewFlagSet("loadtest", pflag.ContinueOnError)
+	var cfg loadtest.Config
+	cfg.RegisterFlags(fs)
+	if err := parse(fs, "ingest loadtest [flags]", args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := loadtest.Run(ctx, cfg, os.Stderr)
+	if rep != nil {
+		rep.WriteText(os.Stdout)
+	}
+	return err
+}

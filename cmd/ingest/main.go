@@ -1,0 +1,95 @@
+// Command ingest is a log and telemetry ingester: apps POST events over
+// HTTP, ingest buffers them behind a write-ahead log and writes them as
+// delimited lines into hour-prefixed append blobs (Azure Blob Storage or the
+// embedded file backend), keeps login attempts in one table per day, and
+// answers queries by blob prefix.
+//
+//	ingest [serve] [flags]      run the server (default)
+//	ingest ls PREFIX            list blobs with size and metadata
+//	ingest cat BLOB             print a blob's lines
+//	ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]
+//	ingest logins USER [--days D] [--limit N] [--format table|ndjson]
+//	ingest stats SERVICE [--day YYYY-MM-DD]
+//	ingest retention [--dry-run]
+//	ingest loadtest [flags]
+//
+// Every flag also reads INGEST_<FLAG> from the environment.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"ingest/internal/flagutil"
+)
+
+type command struct {
+	name, usage, summary string
+	run                  func(args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "ingest [serve] [flags]", "run the server (the default command)", runServe},
+		{"ls", "ingest ls PREFIX [flags]", "list blobs under a prefix: name, size, metadata", runLs},
+		{"cat", "ingest cat BLOB [flags]", "print a blob's lines, decompressing", runCat},
+		{"query", "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", "query logs by time range", runQuery},
+		{"logins", "ingest logins USER [--days D] [--limit N] [--format table|ndjson]", "a user's latest login attempts, newest first", runLogins},
+		{"stats", "ingest stats SERVICE [--day YYYY-MM-DD]", "hour-by-hour event counts per level", runStats},
+		{"retention", "ingest retention [--dry-run]", "delete login tables older than the retention", runRetention},
+		{"loadtest", "ingest loadtest [flags]", "the load generator", runLoadtest},
+	}
+}
+
+func main() {
+	args := os.Args[1:]
+	name := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	if name == "help" || name == "-h" || name == "--help" {
+		usage()
+		return
+	}
+	for _, c := range commands {
+		if c.name == name {
+			if err := c.run(args); err != nil {
+				if errors.Is(err, pflag.ErrHelp) {
+					return
+				}
+				fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	fmt.Fprintf(os.Stderr, "ingest: unknown command %q\n\n", name)
+	usage()
+	os.Exit(2)
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "ingest: a log and telemetry ingester into hour-prefixed blobs.\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'ingest COMMAND --help' for a command's flags. Every flag also reads INGEST_<FLAG>.")
+}
+
+// parse parses a command's flags (interspersed with positional arguments),
+// then fills unset flags from INGEST_<FLAG>.
+func parse(fs *pflag.FlagSet, usageLine string, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: %s\n\n", usageLine)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return flagutil.ApplyEnv(fs)
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+
+	"ingest/blobsink"
+	"ingest/buffer"
+	"ingest/httpapi"
+	"ingest/tablesink"
+)
+
+func runServe(args []string) error {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
+	var bcfg buffer.Config
+	bcfg.RegisterFlags(fs)
+	var sinkCfg blobsink.Config
+	sinkCfg.RegisterFlags(fs)
+	tcfg := tablesink.DefaultConfig()
+	tcfg.RegisterFlags(fs)
+	var hcfg httpapi.Config
+	hcfg.RegisterFlags(fs)
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
+	statsInterval := fs.Duration("stats-interval", 10*time.Second, "how often the per-service counters are merged into the stats table")
+	if err := parse(fs, "ingest [serve] [flags]", args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	log, err := newLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return err
+	}
+	defer be.close()
+	blobSink, err := blobsink.NewSink(be.blobs, sinkCfg, reg, log)
+	if err != nil {
+		return err
+	}
+	logins, err := tablesink.New(tcfg, be.tables, reg, log)
+	if err != nil {
+		return err
+	}
+	counters, err := tablesink.NewCounters(be.tables, tcfg.Instance, reg, log)
+	if err != nil {
+		return err
+	}
+	// Replays the write-ahead log: whatever a crash left is re-queued.
+	buf, err := buffer.Open(ctx, bcfg, scfg.WALDir(), []buffer.Flusher{
+		httpapi.StreamLogs:   blobSink,
+		httpapi.StreamLogins: loginFlusher{logins},
+	}, reg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := httpapi.New(hcfg, httpapi.Deps{Buffer: buf, Blobs: be.blobs, Logins: logins, Counters: counters,
+		Registry: reg, Log: log, Ready: readyProbe(be.blobs)})
+	if err != nil {
+		return err
+	}
+	addr, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	go logins.Run(bg, time.Hour) // tomorrow's table ahead of midnight, retention
+	go counters.Run(bg, *statsInterval)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve() }()
+	log.Info("ingest is serving", "addr", addr.String(), "storage", scfg.Describe(), "ack", bcfg.Ack,
+		"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("cannot serve HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	return shutdown(srv, buf, counters, stopBG, *shutdownTimeout, log)
+}
+
+// shutdown stops in order: refuse new work (503), let requests in progress
+// finish, flush every buffer, flush the counters, close the listener.
+func shutdown(srv *httpapi.Server, buf *buffer.Buffer, counters *tablesink.Counters, stopBG func(), timeout time.Duration, log *slog.Logger) error {
+	log.Info("shutting down: refusing new requests, flushing buffers", "timeout", timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	srv.Drain(ctx)
+	flushErr := buf.Close(ctx)
+	stopBG()
+	if err := counters.Flush(ctx); err != nil {
+		log.Warn("cannot flush the stats counters", "err", err)
+	}
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("cannot close HTTP connections cleanly", "err", err)
+	}
+	if flushErr != nil {
+		log.Error("shutdown incomplete", "err", flushErr)
+		return flushErr
+	}
+	log.Info("shutdown complete: every buffer is flushed")
+	return nil
+}

@@ -1,0 +1,33 @@
+package httpapi
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	eventsAccepted prometheus.Counter
+	eventsRejected prometheus.Counter
+	bytesIn        prometheus.Counter
+	inflightFull   prometheus.Counter
+	blobsSkipped   prometheus.Counter
+	blobsRead      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_http_requests_total",
+			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ingest_http_request_duration_seconds",
+			Help: "HTTP request latency by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"route"}),
+		eventsAccepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_accepted_total", Help: "Events accepted (log events and login attempts)."}),
+		eventsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_rejected_total", Help: "Lines rejected as invalid."}),
+		bytesIn:        prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_body_bytes_total", Help: "Request body bytes received, as sent (compressed or not)."}),
+		inflightFull:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
+		blobsSkipped:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_skipped_total", Help: "Blobs a query skipped by their StartTime/EndTime metadata."}),
+		blobsRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead)
+	}
+	return m
+}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"ingest/logline"
+	"ingest/query"
+	"ingest/tablesink"
+)
+
+// queryLogs handles GET /v1/logs: NDJSON out, streamed as blobs are read.
+// X-Ingest-* trailers are not available to every client, so the scan
+// figures go to metrics and to a final line only when ?stats=1.
+func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	now := time.Now()
+	q := query.Query{Services: query.ParseServices(string(args.Peek("service")))}
+	var err error
+	fromS, toS := string(args.Peek("from")), string(args.Peek("to"))
+	if fromS == "" {
+		fromS = "-1h"
+	}
+	if toS == "" {
+		toS = "now"
+	}
+	if q.From, err = query.ParseTime(fromS, now); err != nil {
+		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad from: " + err.Error()})
+		return
+	}
+	if q.To, err = query.ParseTime(toS, now); err != nil {
+		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad to: " + err.Error()})
+		return
+	}
+	if lv := args.Peek("level"); len(lv) > 0 {
+		l, ok := logline.ParseLevel(lv)
+		if !ok {
+			writeError(ctx, &httpError{fasthttp.StatusBadRequest, fmt.Sprintf("unknown level %q", lv)})
+			return
+		}
+		q.Level = l
+	}
+	q.Text = string(args.Peek("q"))
+	if g := args.Peek("grep"); len(g) > 0 {
+		if q.Grep, err = regexp.Compile(string(g)); err != nil {
+			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad grep: " + err.Error()})
+			return
+		}
+	}
+	if l := args.Peek("limit"); len(l) > 0 {
+		if q.Limit, err = strconv.Atoi(string(l)); err != nil || q.Limit < 0 {
+			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad limit: want a number >= 0"})
+			return
+		}
+	}
+	if err := q.Validate(); err != nil {
+		writeError(ctx, &httpError{fasthttp.StatusBadRequest, err.Error()})
+		return
+	}
+	withStats := string(args.Peek("stats")) == "1"
+	ctx.SetContentType("application/x-ndjson")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	store := s.deps.Blobs
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		var line []byte
+		qctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		st, err := query.Run(qctx, store, q, func(_ []byte, e *logline.Event) error {
+			line = query.AppendNDJSON(line[:0], e)
+			_, err := w.Write(line)
+			return err // a client that went away stops the query
+		})
+		s.met.blobsSkipped.Add(float64(st.BlobsSkipped))
+		s.met.blobsRead.Add(float64(st.BlobsRead))
+		if err != nil {
+			// Headers are gone already: report in-band, as the last line.
+			fmt.Fprintf(w, "{\"error\":%s}\n", logline.AppendQuoted(nil, []byte(err.Error())))
+		}
+		if withStats {
+			fmt.Fprintf(w, "{\"stats\":{\"prefixes\":%d,\"blobs_listed\":%d,\"blobs_skipped\":%d,\"blobs_read\":%d,\"lines_scanned\":%d,\"lines_matched\":%d}}\n",
+				st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.LinesScanned, st.LinesMatched)
+		}
+	})
+}
+
+// queryLogins handles GET /v1/logins/{user}?days=D&limit=N: NDJSON, newest first.
+func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
+	user, err := url.PathUnescape(string(ctx.Path()[len("/v1/logins/"):]))
+	if err != nil || user == "" {
+		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad user in path"})
+		return
+	}
+	days, limit := 7, 100
+	if v := ctx.QueryArgs().Peek("days"); len(v) > 0 {
+		if days, err = strconv.Atoi(string(v)); err != nil || days <= 0 {
+			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad days: want a number > 0"})
+			return
+		}
+	}
+	if v := ctx.QueryArgs().Peek("limit"); len(v) > 0 {
+		if limit, err = strconv.Atoi(string(v)); err != nil || limit <= 0 {
+			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad limit: want a number > 0"})
+			return
+		}
+	}
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	attempts, err := s.deps.Logins.Tail(c, user, days, limit)
+	if err != nil {
+		writeError(ctx, &httpError{fasthttp.StatusServiceUnavailable, "cannot read login attempts: " + err.Error()})
+		return
+	}
+	ctx.SetContentType("application/x-ndjson")
+	var out []byte
+	for i := range attempts {
+		out = tablesink.AppendAttemptJSON(out, &attempts[i])
+		out = append(out, '\n')
+	}
+	ctx.SetBody(out)
+}
