@@ -26,6 +26,9 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 	var r Result
 	switch f {
 	case FormatNDJSON:
+		if p.prettyObject(body, &r, emit) {
+			break
+		}
 		forEachLine(body, &r, func(n int, line []byte) {
 			if msg := p.eventFromLine(line); msg != "" {
 				r.reject(n, msg)
@@ -57,6 +60,28 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 }
 
 const bom = "\xef\xbb\xbf"
+
+// prettyObject accepts a body that is one JSON object spread over several
+// lines (curl -d @event.json with an indented file), which line-by-line
+// parsing would reject line after line. It costs NDJSON one look at the
+// end of the first line, and reports false to leave everything else to the
+// line parser, errors included.
+func (p *Parser) prettyObject(body []byte, r *Result, emit func(*logline.Event)) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 || len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	if first := bytes.TrimRight(b[:i], " \t\r"); len(first) > 0 && first[len(first)-1] == '}' {
+		return false // a complete line: NDJSON
+	}
+	if len(b) > MaxLineBytes || p.eventFromLine(b) != "" {
+		return false
+	}
+	r.Accepted++
+	emit(&p.ev)
+	return true
+}
 
 // forEachLine calls fn for every line of body that is not blank, with its
 // 1-based number; a trailing '\r' is dropped. Blank lines still count in

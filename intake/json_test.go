@@ -46,6 +46,19 @@ func TestNDJSONLineNumbers(t *testing.T) {
 	}
 }
 
+func TestNDJSONPrettyObject(t *testing.T) {
+	body := "{\n  \"msg\": \"pretty\",\n  \"level\": \"warn\",\n  \"a\": {\n    \"b\": 1\n  }\n}\n"
+	evs, res, err := parseAll(t, body, FormatNDJSON, Defaults{Now: now})
+	if err != nil || res.Accepted != 1 || res.Rejected != 0 || evs[0].Message != "pretty" || evs[0].Attrs != `{"a":{"b":1}}` {
+		t.Fatalf("%v %+v %v, want the indented object as one event", err, res, evs)
+	}
+	// Two indented objects are not NDJSON either: each line is rejected.
+	_, res, _ = parseAll(t, body+body, FormatNDJSON, Defaults{Now: now})
+	if res.Accepted != 0 || res.Rejected == 0 {
+		t.Fatalf("%+v, want line-by-line rejections", res)
+	}
+}
+
 func TestErrorsListCapped(t *testing.T) {
 	var b strings.Builder
 	for range 150 {

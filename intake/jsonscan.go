@@ -403,7 +403,9 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags uint8
 			if i >= len(b) || b[i] != ':' {
 				return syntaxError(b, i, "':'")
 			}
-			i = skipWS(b, i+1)
+			if i = skipWS(b, i+1); i >= len(b) {
+				return syntaxError(b, i, "a value")
+			}
 			var msg string
 			if i, msg = fn(key, rawKey, fl, i); msg != "" {
 				return msg
