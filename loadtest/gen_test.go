@@ -305,5 +305,4 @@ func BenchmarkCompress(b *testing.B) {
 	}
 }
 
-
 func itoa(n int) string { return strconv.Itoa(n) }

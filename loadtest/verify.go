@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 )
 
@@ -216,9 +216,8 @@ type verifyQuery struct {
 
 // verifyRun reads back everything listed in queries, in parallel, and
 // reports against the ledger.
-func verifyRun(ctx context.Context, l *ledger, c *corpus, queries []verifyQuery, token string) (*VerifyReport, error) {
+func verifyRun(ctx context.Context, l *ledger, c *corpus, queries []verifyQuery, g *getter) (*VerifyReport, error) {
 	start := time.Now()
-	client := &http.Client{Timeout: 10 * time.Minute}
 	var (
 		mu     sync.Mutex
 		failed []string
@@ -231,7 +230,7 @@ func verifyRun(ctx context.Context, l *ledger, c *corpus, queries []verifyQuery,
 		wg.Go(func() {
 			var p fastjson.Parser
 			for q := range work {
-				n, b, err := readBack(ctx, client, q.url, token, &p, l.see)
+				n, b, err := g.readBack(ctx, q.url, &p, l.see)
 				mu.Lock()
 				lines += n
 				bad += b
@@ -266,32 +265,70 @@ func verifyRun(ctx context.Context, l *ledger, c *corpus, queries []verifyQuery,
 	return r, nil
 }
 
+// getter reads query answers as streams.
+type getter struct {
+	hc    *fasthttp.HostClient
+	token string
+}
+
+// readBackTimeout bounds one query, the whole answer included: a service's
+// events of a long run can be millions of lines.
+const readBackTimeout = 30 * time.Minute
+
+func newGetter(tgt target, token string) *getter {
+	return &getter{
+		token: token,
+		hc: &fasthttp.HostClient{
+			Addr:                          tgt.addr,
+			IsTLS:                         tgt.tls,
+			Name:                          "ingest-loadtest-verify",
+			MaxConns:                      16,
+			StreamResponseBody:            true,
+			DisableHeaderNamesNormalizing: true,
+			DisablePathNormalizing:        true,
+		},
+	}
+}
+
 // readBack GETs one query and feeds every record's id to see. It accepts
 // NDJSON, a JSON array, or an object wrapping an array, and takes the id
 // from "id" or else from a RowKey "<ticks>_<id>". A 404 is an empty answer.
-func readBack(ctx context.Context, client *http.Client, u, token string, p *fastjson.Parser, see func([]byte)) (lines, bad int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
+func (g *getter) readBack(ctx context.Context, u string, p *fastjson.Parser, see func([]byte)) (lines, bad int64, err error) {
+	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(u)
+	req.Header.SetMethod(fasthttp.MethodGet)
 	req.Header.Set("Accept", "application/x-ndjson, application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if g.token != "" {
+		req.Header.Set("Authorization", "Bearer "+g.token)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
+	if err := g.hc.DoTimeout(req, resp, readBackTimeout); err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	defer resp.CloseBodyStream()
+	var body io.Reader = bytes.NewReader(resp.Body())
+	if s := resp.BodyStream(); s != nil {
+		body = s
+	}
+	switch code := resp.StatusCode(); code {
+	case fasthttp.StatusOK:
+	case fasthttp.StatusNotFound:
 		return 0, 0, nil
+	default:
+		msg, _ := io.ReadAll(io.LimitReader(body, 512))
+		return 0, 0, fmt.Errorf("status %d: %s", code, strings.TrimSpace(string(msg)))
 	}
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return 0, 0, fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	br := bufio.NewReaderSize(resp.Body, 256<<10)
+	return readRecords(body, p, see)
+}
+
+// readRecords parses an answer body.
+func readRecords(body io.Reader, p *fastjson.Parser, see func([]byte)) (lines, bad int64, err error) {
+	br := bufio.NewReaderSize(body, 256<<10)
 	first, err := peekNonSpace(br)
 	if err == io.EOF {
 		return 0, 0, nil
@@ -416,7 +453,9 @@ func (r *runner) verify(ctx context.Context, end time.Time) (*VerifyReport, erro
 		queries = append(queries, verifyQuery{url: tgt.base + "/v1/logins/" + url.PathEscape(user) + "?" + q.Encode(), what: "logins of " + user})
 	}
 	sort.Slice(queries, func(i, j int) bool { return queries[i].url < queries[j].url })
-	return verifyRun(ctx, l, r.c, queries, r.cfg.Token)
+	g := newGetter(tgt, r.cfg.Token)
+	defer g.hc.CloseIdleConnections()
+	return verifyRun(ctx, l, r.c, queries, g)
 }
 
 // loginUsers counts the attempts sent per user.
