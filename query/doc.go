@@ -8,7 +8,10 @@
 // a level is asked for) cannot match is skipped without being opened. A blob
 // with missing or unparseable metadata is read: a blob being written may not
 // have its final metadata yet. Whole UTC days inside the range are listed
-// with one day prefix per service instead of 24 hour prefixes.
+// with one day prefix per service instead of 24 hour prefixes, and whole
+// years and months are first probed (a listing stopped at its first name):
+// a service with no blob in them is not listed day by day, so a range over
+// years costs a listing per empty year, not per day.
 //
 //	q := query.Query{Services: []string{"api"}, From: from, To: to, Level: logline.LevelWarn}
 //	st, err := query.Run(ctx, store, q, func(line []byte, e *logline.Event) error {

@@ -174,16 +174,17 @@ func writeFixture(t testing.TB, s blobsink.Store) *fixture {
 
 	for k, evs := range blobs {
 		slices.SortStableFunc(evs, func(a, b logline.Event) int { return cmpInt(a.Time, b.Time) })
-		// Flushes of 40 events; a late event is held back to the next flush,
+		// Flushes of 120 events; a late event is held back to the next flush,
 		// and each flush is sorted, as a writer sorts what it buffered.
+		const flushLen = 120
 		var flushes [][]logline.Event
 		var held []logline.Event
-		for start := 0; start < len(evs); start += 40 {
+		for start := 0; start < len(evs); start += flushLen {
 			var fl []logline.Event
 			fl = append(fl, held...)
 			held = held[:0]
-			for _, e := range evs[start:min(start+40, len(evs))] {
-				if late[string(e.ID)] && start+40 < len(evs) {
+			for _, e := range evs[start:min(start+flushLen, len(evs))] {
+				if late[string(e.ID)] && start+flushLen < len(evs) {
 					held = append(held, e)
 					continue
 				}

@@ -54,9 +54,53 @@ func (r *runner) run(ctx context.Context) error {
 		return nil
 	}
 	from, to := r.q.From.UTC(), r.q.To.UTC()
-	for h := from.Truncate(time.Hour); h.Before(to); {
+	start := from.Truncate(time.Hour)
+	r.st.Prefixes = len(services) * int((to.Sub(start)+time.Hour-1)/time.Hour)
+	// emptyUntil[i]: service i has no blob before this time (a probe of a
+	// whole year or month found none), so a long range over years without
+	// data costs one listing per year, not one per day.
+	emptyUntil := make([]time.Time, len(services))
+	active := make([]string, 0, len(services))
+	for h := start; h.Before(to); {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		for _, p := range []struct {
+			at     bool
+			end    time.Time
+			layout string
+		}{
+			{h.YearDay() == 1 && h.Hour() == 0, h.AddDate(1, 0, 0), "2006/"},
+			{h.Day() == 1 && h.Hour() == 0, h.AddDate(0, 1, 0), "2006/01/"},
+		} {
+			if !p.at || !p.end.Add(-time.Hour).Before(to) {
+				continue
+			}
+			for i, svc := range services {
+				if emptyUntil[i].After(h) {
+					continue
+				}
+				found, err := r.probe(ctx, svc+"/"+h.Format(p.layout))
+				if err != nil {
+					return err
+				}
+				if !found {
+					emptyUntil[i] = p.end
+				}
+			}
+		}
+		active = active[:0]
+		next := time.Time{}
+		for i, svc := range services {
+			if !emptyUntil[i].After(h) {
+				active = append(active, svc)
+			} else if next.IsZero() || emptyUntil[i].Before(next) {
+				next = emptyUntil[i]
+			}
+		}
+		if len(active) == 0 {
+			h = next
+			continue
 		}
 		// A whole UTC day inside the range is listed with one prefix per
 		// service instead of 24.
@@ -64,7 +108,7 @@ func (r *runner) run(ctx context.Context) error {
 		if h.Hour() == 0 && h.Add(23*time.Hour).Before(to) {
 			n = 24
 		}
-		hours, err := r.list(ctx, services, h, n)
+		hours, err := r.list(ctx, active, h, n)
 		if err != nil {
 			return err
 		}
@@ -76,6 +120,22 @@ func (r *runner) run(ctx context.Context) error {
 		h = h.Add(time.Duration(n) * time.Hour)
 	}
 	return nil
+}
+
+// errFound stops a probe's listing at the first blob.
+var errFound = errors.New("found a blob")
+
+// probe reports whether any blob name starts with prefix.
+func (r *runner) probe(ctx context.Context, prefix string) (bool, error) {
+	r.st.Listings++
+	err := r.store.List(ctx, prefix, func(blobsink.BlobInfo) error { return errFound })
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("cannot list blobs under %s: %w", prefix, err)
+	}
+	return false, nil
 }
 
 // services resolves "*" and normalises names as the writer does.
@@ -140,7 +200,6 @@ func (r *runner) list(ctx context.Context, services []string, h time.Time, n int
 	hours := make([][]candidate, n)
 	var pfx []byte
 	for _, svc := range services {
-		r.st.Prefixes += n
 		pfx = append(pfx[:0], svc...)
 		pfx = append(pfx, '/')
 		pfx = h.AppendFormat(pfx, blobsink.HourLayout)

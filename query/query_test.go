@@ -166,6 +166,21 @@ func testFixture(t *testing.T, cs *countingStore, f *fixture) {
 			t.Fatalf("1 hour + 1 day + 1 hour: %d listings for %d prefixes", st.Listings, st.Prefixes)
 		}
 	})
+	t.Run("YearsAndMonthsProbed", func(t *testing.T) {
+		date := func(y, m, d int) time.Time { return time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC) }
+		// Seven whole years: 7 year probes per service, 12 month probes in
+		// 2026, then November's 30 days listed one day at a time.
+		_, st := check(t, Query{Services: []string{"api", "web", "db"}, From: date(2020, 1, 1), To: date(2027, 1, 1)})
+		if st.Listings != 3*(7+12+30) {
+			t.Fatalf("%d listings, want %d", st.Listings, 3*(7+12+30))
+		}
+		// Months only: October, December, January and February are probed
+		// and found empty.
+		_, st = check(t, Query{Services: []string{"api"}, From: date(2026, 10, 1), To: date(2027, 3, 1)})
+		if st.Listings != 5+30 || st.Prefixes != int(date(2027, 3, 1).Sub(date(2026, 10, 1))/time.Hour) {
+			t.Fatalf("%d listings for %d prefixes", st.Listings, st.Prefixes)
+		}
+	})
 	t.Run("NothingThere", func(t *testing.T) {
 		n := 0
 		cs.take()
