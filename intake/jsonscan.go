@@ -376,8 +376,8 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags uint8, i int) (int, string)) string {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		if i < len(b) && (b[i] == '[' || b[i] == '"' || b[i] == '-' || b[i] >= '0' && b[i] <= '9' || b[i] == 't' || b[i] == 'f' || b[i] == 'n') {
-			return "line is not a JSON object"
+		if _, end, msg := appendValue(p.num[:0], b, i, 0); msg == "" && skipWS(b, end) == len(b) {
+			return "line is not a JSON object: it is " + jsonKind(b[i])
 		}
 		return syntaxError(b, i, "'{'")
 	}

@@ -406,8 +406,10 @@ func jsonKind(c byte) string {
 		return "a boolean"
 	case 'n':
 		return "null"
+	case '"':
+		return "a string"
 	}
-	return "not a string or a number"
+	return "a number"
 }
 
 // clip shortens a value quoted in an error message.
