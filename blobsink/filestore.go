@@ -56,10 +56,9 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	// Metadata first: a blob file never exists without its sidecar.
-	if err := writeMeta(p, meta); err != nil {
-		return err
-	}
+	// The exclusive create is the claim; the metadata follows. A crash in
+	// between leaves a blob without metadata, which readers treat as
+	// "may hold anything" and read.
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return ErrExists
@@ -72,6 +71,9 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := writeMeta(p, meta); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(p))

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: installs what the tests need
+# (Azurite, the Azure Storage emulator, pinned in package-lock.json), then
+# every Go test, fuzz seed corpus and example. Tests that touch Azure storage
+# start Azurite themselves on free loopback ports; under CI=true a missing
+# Azurite fails them instead of skipping them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v go >/dev/null || { echo "test.sh: Go is required (https://go.dev/dl/)" >&2; exit 1; }
+if ! command -v npm >/dev/null; then
+  echo "test.sh: npm is required to install Azurite; installing Node.js from Debian's packages" >&2
+  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+fi
+if [ ! -x node_modules/.bin/azurite ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+go vet ./...
+go test -count=1 -timeout 15m "$@" ./...
