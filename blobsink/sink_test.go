@@ -13,7 +13,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/internal/azurite"
 	"ingest/logline"
+	"ingest/storage"
 )
 
 var hour = time.Date(2026, 11, 21, 16, 0, 0, 0, time.UTC)
@@ -320,4 +322,21 @@ func BenchmarkSinkFlushFile(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestSinkOnAzure(t *testing.T) {
+	conn := azurite.ConnString(t)
+	client, err := (&storage.Config{ConnString: conn}).BlobClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	sinkSuite(t, func(t *testing.T) Store {
+		n++
+		s, err := NewAzureStore(t.Context(), client, fmt.Sprintf("sink%d-%d", time.Now().UnixNano()%1e9, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
