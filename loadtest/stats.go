@@ -185,7 +185,7 @@ func logBuckets(h *hdr.Histogram) []HistBucket {
 		if bar.Count == 0 {
 			continue
 		}
-		v := float64(bar.To)
+		v := float64(bar.From) // the bar's lowest equivalent value: a recorded 100 ms stays in the "≤ 100 ms" bucket
 		i := sort.SearchFloat64s(bounds, v)
 		if i >= len(bounds) {
 			i = len(bounds) - 1
