@@ -102,6 +102,12 @@ func (s *AzureStore) Batch(ctx context.Context, table string, ents []Entity) err
 	if err := CheckBatch(ents); err != nil {
 		return err
 	}
+	if len(ents) == 1 {
+		// One entity: a plain upsert is the same operation without the
+		// multipart envelope (the long tail of users gives many of these).
+		_, err := s.client(table).UpsertEntity(ctx, appendEntityJSON(nil, &ents[0]), &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
+		return s.batchErr(table, err)
+	}
 	actions := make([]aztables.TransactionAction, len(ents))
 	for i := range ents {
 		actions[i] = aztables.TransactionAction{
@@ -110,7 +116,16 @@ func (s *AzureStore) Batch(ctx context.Context, table string, ents []Entity) err
 		}
 	}
 	_, err := s.client(table).SubmitTransaction(ctx, actions, nil)
-	return wrapErr("submit a transaction to table "+table, err)
+	return s.batchErr(table, err)
+}
+
+// batchErr maps a write's error; a 404 on a write can only be the table.
+func (s *AzureStore) batchErr(table string, err error) error {
+	err = wrapErr("write to table "+table, err)
+	if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrTableNotFound) {
+		return fmt.Errorf("%w: %w", ErrTableNotFound, err)
+	}
+	return err
 }
 
 // Query implements Store.

@@ -91,13 +91,22 @@ func (s *BoltStore) ListTables(_ context.Context, prefix string) ([]string, erro
 }
 
 // Batch implements Store.
-func (s *BoltStore) Batch(_ context.Context, table string, ents []Entity) error {
-	if err := CheckBatch(ents); err != nil {
-		return err
-	}
-	vals := make([][]byte, len(ents))
-	for i := range ents {
-		vals[i] = appendEntityValue(make([]byte, 8, 256), &ents[i])
+func (s *BoltStore) Batch(ctx context.Context, table string, ents []Entity) error {
+	return s.Batches(ctx, table, [][]Entity{ents})
+}
+
+// Batches implements MultiBatcher: every batch is checked as an entity
+// group transaction, then all are written in one bolt transaction.
+// Concurrent calls are coalesced by bolt's DB.Batch (one fsync for several).
+func (s *BoltStore) Batches(_ context.Context, table string, batches [][]Entity) error {
+	var vals [][]byte
+	for _, ents := range batches {
+		if err := CheckBatch(ents); err != nil {
+			return err
+		}
+		for i := range ents {
+			vals = append(vals, appendEntityValue(make([]byte, 8, 256), &ents[i]))
+		}
 	}
 	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketName(table))
@@ -109,11 +118,15 @@ func (s *BoltStore) Batch(_ context.Context, table string, ents []Entity) error 
 			return err
 		}
 		var key []byte
-		for i := range ents {
-			binary.BigEndian.PutUint64(vals[i], ver)
-			key = boltKey(key[:0], ents[i].PartitionKey, ents[i].RowKey)
-			if err := b.Put(key, vals[i]); err != nil {
-				return err
+		v := 0
+		for _, ents := range batches {
+			for i := range ents {
+				binary.BigEndian.PutUint64(vals[v], ver)
+				key = boltKey(key[:0], ents[i].PartitionKey, ents[i].RowKey)
+				if err := b.Put(key, vals[v]); err != nil {
+					return err
+				}
+				v++
 			}
 		}
 		return nil

@@ -21,11 +21,13 @@ type Config struct {
 	Shard         shard.Config // --partitions, --hot-user-rate, --hot-user-salts
 }
 
-// DefaultConfig returns the defaults: 60 days, 4 transactions in flight,
-// 5 tries, the host name as instance.
+// DefaultConfig returns the defaults: 60 days, 16 transactions in flight
+// (most users' attempts of one flush are a transaction of their own, so the
+// request rate, not the batch size, bounds a flush), 5 tries, the host name
+// as instance.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
-	return Config{RetentionDays: 60, Parallel: 4, Retries: 5, Instance: host, Shard: shard.DefaultConfig()}
+	return Config{RetentionDays: 60, Parallel: 16, Retries: 5, Instance: host, Shard: shard.DefaultConfig()}
 }
 
 // RegisterFlags adds the login-table flags and shard's flags to fs.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -190,4 +191,70 @@ func decodeValue(v *fastjson.Value, edm string) (any, error) {
 		return strconv.ParseFloat(raw, 64)
 	}
 	return nil, fmt.Errorf("unsupported JSON %s", v.Type())
+}
+
+// entityJSONLen is len(appendEntityJSON(nil, e)) without encoding: the
+// batcher sizes every entity and must not allocate its JSON twice.
+func entityJSONLen(e *Entity) int {
+	n := len(`{"PartitionKey":,"RowKey":}`) + quotedLen(e.PartitionKey) + quotedLen(e.RowKey)
+	var num [32]byte
+	for k, v := range e.Props {
+		n += len(`,"":`) + len(k)
+		annotated := func(edm string) int { return len(`"@odata.type":"",`) + len(k) + len(edm) }
+		switch v := v.(type) {
+		case string:
+			n += quotedLen(v)
+		case bool:
+			n += len(strconv.AppendBool(num[:0], v))
+		case int32:
+			n += len(strconv.AppendInt(num[:0], int64(v), 10))
+		case int64:
+			n += annotated("Edm.Int64") + 2 + len(strconv.AppendInt(num[:0], v, 10))
+		case float64:
+			n += annotated("Edm.Double")
+			switch {
+			case math.IsNaN(v):
+				n += len(`"NaN"`)
+			case math.IsInf(v, 1):
+				n += len(`"Infinity"`)
+			case math.IsInf(v, -1):
+				n += len(`"-Infinity"`)
+			default:
+				n += len(strconv.AppendFloat(num[:0], v, 'g', -1, 64))
+			}
+		case time.Time:
+			n += annotated("Edm.DateTime") + 2 + len("2006-01-02T15:04:05.0000000Z")
+		default:
+			n += len("null")
+		}
+	}
+	return n
+}
+
+// quotedLen is the length of logline.AppendQuoted's output for s.
+func quotedLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			case c < 0x20:
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 3 // U+FFFD
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
 }

@@ -135,6 +135,17 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 	if len(batches) == 0 {
 		return nil
 	}
+	if mb, ok := s.store.(MultiBatcher); ok {
+		n := 0
+		for _, b := range batches {
+			n += len(b)
+		}
+		err := s.submit(ctx, key, day, len(batches), n, func() error { return mb.Batches(ctx, key, batches) })
+		if err != nil {
+			return fmt.Errorf("cannot flush %d transactions to table %s: %w", len(batches), key, err)
+		}
+		return nil
+	}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -145,7 +156,7 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := s.submit(ctx, key, day, b); err != nil {
+			if err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) }); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -184,22 +195,29 @@ func (s *Sink) parseRecords(table string, data []byte) []Entity {
 	return ents
 }
 
-// submit commits one transaction, retrying transient errors and creating
-// the table when it is missing.
-func (s *Sink) submit(ctx context.Context, table string, day int64, ents []Entity) error {
+// MultiBatcher is implemented by stores that commit several entity group
+// transactions at once more cheaply than one by one (BoltStore: one bolt
+// transaction and one fsync for a whole Flush).
+type MultiBatcher interface {
+	Batches(ctx context.Context, table string, batches [][]Entity) error
+}
+
+// submit runs write (txns transactions of n entities), retrying transient
+// errors and creating the table when it is missing.
+func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int, write func() error) error {
 	created := false
 	for try := 1; ; try++ {
-		err := s.store.Batch(ctx, table, ents)
+		err := write()
 		switch {
 		case err == nil:
-			s.m.transactions.Inc()
-			s.m.entities.Add(float64(len(ents)))
+			s.m.transactions.Add(float64(txns))
+			s.m.entities.Add(float64(n))
 			return nil
 		case ctx.Err() != nil:
 			return err
 		case errors.Is(err, ErrTableNotFound) && !created:
 			if s.expired(day) {
-				s.m.dropped.WithLabelValues("expired").Add(float64(len(ents)))
+				s.m.dropped.WithLabelValues("expired").Add(float64(n))
 				return nil
 			}
 			s.m.retries.WithLabelValues("table_not_found").Inc()

@@ -168,7 +168,7 @@ func validPropertyName(k string) bool {
 // batchCost is what one entity adds to a transaction's payload: its JSON
 // body plus the operation's request line and headers.
 func batchCost(e *Entity) int {
-	return len(appendEntityJSON(nil, e)) + operationOverhead + 2*len(e.PartitionKey) + 2*len(e.RowKey)
+	return entityJSONLen(e) + operationOverhead + 2*len(e.PartitionKey) + 2*len(e.RowKey)
 }
 
 // CheckBatch enforces the rules of an entity group transaction: 1 to 100

@@ -233,3 +233,17 @@ func TestStoreRefusesOverLimits(t *testing.T) {
 		}
 	})
 }
+
+func TestEntityJSONLen(t *testing.T) {
+	for _, e := range []Entity{
+		{PartitionKey: "p\"", RowKey: "r\\"},
+		{PartitionKey: "p", RowKey: "r", Props: map[string]any{
+			"S": "a\x01\n\"\\é\xff日本", "B": true, "F": false, "I": int32(-5), "L": int64(-1 << 62), "D": 1.25,
+			"N": math.NaN(), "P": math.Inf(1), "M": math.Inf(-1), "T": time.Unix(0, 123456789).UTC(), "X": []int{},
+		}},
+	} {
+		if got, want := entityJSONLen(&e), len(appendEntityJSON(nil, &e)); got != want {
+			t.Errorf("entityJSONLen = %d, encoded length %d: %s", got, want, appendEntityJSON(nil, &e))
+		}
+	}
+}
