@@ -617,3 +617,50 @@ func BenchmarkAzureAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAzureAppendParallel appends 1 MiB blocks to several blobs at once,
+// as a sink flushing many services does: it shows whether concurrency hides
+// the round trip or the service is the limit.
+func BenchmarkAzureAppendParallel(b *testing.B) {
+	client, err := (&storage.Config{ConnString: azurite.ConnString(b)}).BlobClient()
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := uniqueContainer(b)
+	b.Cleanup(func() { _, _ = client.DeleteContainer(context.Background(), name, nil) })
+	s, err := blobsink.NewAzureStore(b.Context(), client, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const size, perBlob = 1 << 20, 32 << 20
+	block := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	var writers atomic.Int32
+	b.SetBytes(size)
+	b.ReportAllocs()
+	b.SetParallelism(2) // 4 writers on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		w := writers.Add(1)
+		var blob string
+		var seq int
+		var off int64 = perBlob
+		for pb.Next() {
+			if off+size > perBlob {
+				if blob != "" {
+					_, _ = client.DeleteBlob(context.Background(), name, blob, nil)
+				}
+				seq++
+				blob = fmt.Sprintf("w%d/%06d.log", w, seq)
+				if err := s.Create(b.Context(), blob, nil); err != nil {
+					b.Error(err)
+					return
+				}
+				off = 0
+			}
+			if err := s.Append(b.Context(), blob, off, block); err != nil {
+				b.Error(err)
+				return
+			}
+			off += size
+		}
+	})
+}
