@@ -23,7 +23,9 @@ func TestStatsSumAcrossInstances(t *testing.T) {
 			return c
 		}
 		a, b := newC("web-1"), newC("web/2") // an instance name that needs escaping
-		h := func(hour int) int64 { return day0.Truncate(24*time.Hour).Add(time.Duration(hour)*time.Hour + time.Minute).UnixNano() }
+		h := func(hour int) int64 {
+			return day0.Truncate(24 * time.Hour).Add(time.Duration(hour)*time.Hour + time.Minute).UnixNano()
+		}
 
 		a.Add([]byte(svc), h(0), logline.LevelInfo, 10)
 		a.Add([]byte(svc), h(0), logline.LevelError, 2)
