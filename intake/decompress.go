@@ -26,9 +26,10 @@ const MaxZstdWindow = 32 << 20
 // case-insensitive) to dst and returns the extended slice.
 //
 // The decoded size is limited to maxBytes (no limit when maxBytes <= 0):
-// past it Decompress stops reading and returns a 413 *StatusError, never
-// holding much more than maxBytes, so a gzip bomb costs at most maxBytes of
-// memory. An unknown encoding is a 415 *StatusError, corrupt data a 400.
+// past it Decompress stops decoding and returns a 413 *StatusError. The
+// output grows step by step and never past the limit, so a gzip bomb costs
+// at most about twice maxBytes (old and new buffer while one grows), and
+// nothing more when dst already has room. An unknown encoding is a 415 *StatusError, corrupt data a 400.
 //
 // "deflate" accepts both the zlib-wrapped stream RFC 9110 specifies and the
 // raw deflate many clients send. "snappy" accepts the framed stream format
@@ -171,34 +172,48 @@ func gunzip(dst, body []byte, maxBytes int) ([]byte, error) {
 }
 
 type zstdState struct {
-	br  bytes.Reader
 	dec *zstd.Decoder
+	max int // the decoded-size limit dec is set to
 }
 
 var zstdPool sync.Pool
 
+// unzstd decodes with DecodeAll rather than a stream: it decodes into dst
+// itself, using the output as the window, where a stream decoder keeps a
+// window-sized ring (8 MiB for common encoders) per pooled decoder. The
+// decoder's own size limit stops it block by block, so memory stays
+// bounded by the limit as with the streaming decoders.
 func unzstd(dst, body []byte, maxBytes int) ([]byte, error) {
 	st, _ := zstdPool.Get().(*zstdState)
 	if st == nil {
-		// One synchronous decoder per pooled state: no goroutines to leak when
-		// the pool drops it, and no buffered whole-body shortcut that would
-		// bypass the size limit.
-		dec, err := zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxWindow(MaxZstdWindow),
-			zstd.WithDecodeBuffersBelow(0))
+		// A synchronous decoder: no goroutines to leak when the pool drops it.
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(MaxZstdWindow))
 		if err != nil {
 			return dst, err
 		}
 		st = &zstdState{dec: dec}
 	}
-	defer func() { _ = st.dec.Reset(nil); st.br.Reset(nil); zstdPool.Put(st) }()
-	st.br.Reset(body)
-	if err := st.dec.Reset(&st.br); err != nil {
-		return dst, corrupt("zstd", err)
+	defer zstdPool.Put(st)
+	if st.max != maxBytes {
+		if err := st.dec.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(maxBytes))); err != nil {
+			return dst, err
+		}
+		st.max = maxBytes
 	}
-	out, err := readLimited(dst, st.dec, maxBytes, hint(body))
-	return finish(out, err, "zstd", maxBytes)
+	// Decode into the free tail of dst: DecodeAll measures the limit against
+	// the whole slice, prefix included, where a frame states its size.
+	start := len(dst)
+	out, err := st.dec.DecodeAll(body, dst[start:start])
+	switch {
+	case err == nil:
+		if len(out) > 0 && cap(dst) > start && &out[0] == &dst[:start+1][start] {
+			return dst[:start+len(out)], nil // decoded in place
+		}
+		return append(dst, out...), nil
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return dst[:start], tooLarge(maxBytes)
+	}
+	return dst[:start], corrupt("zstd", err)
 }
 
 type flateState struct {
