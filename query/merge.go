@@ -135,7 +135,7 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 	}
 	r.st.BlobsRead++
 	raw := &countingReader{rc: rc}
-	dec, err := decode(blobsink.CompressionOf(c.name), raw)
+	dec, err := decode(blobsink.CompressionOf(c.name), raw, &r.decoders)
 	if err != nil {
 		rc.Close()
 		if raw.err != nil {

@@ -38,6 +38,8 @@ type runner struct {
 	f     filter
 	sort  sorter
 	ev    logline.Event // handed to fn
+
+	decoders decoders
 }
 
 func newRunner(store blobsink.Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {

@@ -163,6 +163,7 @@ func Run(ctx context.Context, store blobsink.Store, q Query, fn func(line []byte
 	}
 	r := newRunner(store, &q, fn, &st)
 	err := r.run(ctx)
+	r.decoders.close()
 	if errors.Is(err, errStop) {
 		err = nil
 	}

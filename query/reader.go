@@ -31,7 +31,7 @@ func OpenBlob(ctx context.Context, store blobsink.Store, name string) (io.ReadCl
 	if err != nil {
 		return nil, fmt.Errorf("cannot open blob %s: %w", name, err)
 	}
-	dec, err := decode(blobsink.CompressionOf(name), rc)
+	dec, err := decode(blobsink.CompressionOf(name), rc, nil)
 	if err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("cannot read blob %s: %w", name, err)
@@ -39,19 +39,43 @@ func OpenBlob(ctx context.Context, store blobsink.Store, name string) (io.ReadCl
 	return dec, nil
 }
 
+// decoders reuses zstd decoders between the blobs of one query: each holds
+// buffers the size of a frame, and a query reads blob after blob.
+type decoders struct {
+	free []*zstd.Decoder
+}
+
 // decode wraps a blob stream in the decoder its compression needs. Closing
-// the result closes rc too.
-func decode(c blobsink.Compression, rc io.ReadCloser) (io.ReadCloser, error) {
+// the result closes rc too (and returns a zstd decoder to pool, if any).
+func decode(c blobsink.Compression, rc io.ReadCloser, pool *decoders) (io.ReadCloser, error) {
 	switch c {
 	case blobsink.CompressZstd:
-		d, err := zstd.NewReader(rc,
-			zstd.WithDecoderConcurrency(1), // synchronous: no goroutines per open blob
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(maxZstdWindow))
-		if err != nil {
-			return nil, err
+		var d *zstd.Decoder
+		if pool != nil && len(pool.free) > 0 {
+			d = pool.free[len(pool.free)-1]
+			pool.free = pool.free[:len(pool.free)-1]
+			if err := d.Reset(rc); err != nil {
+				d.Close()
+				return nil, err
+			}
+		} else {
+			var err error
+			d, err = zstd.NewReader(rc,
+				zstd.WithDecoderConcurrency(1), // synchronous: no goroutines per open blob
+				zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(maxZstdWindow))
+			if err != nil {
+				return nil, err
+			}
 		}
-		return &decodedReader{r: d, close: func() error { d.Close(); return rc.Close() }}, nil
+		return &decodedReader{r: d, close: func() error {
+			if pool != nil && d.Reset(nil) == nil {
+				pool.free = append(pool.free, d)
+			} else {
+				d.Close()
+			}
+			return rc.Close()
+		}}, nil
 	case blobsink.CompressGzip:
 		br := bufio.NewReaderSize(rc, 32<<10)
 		if _, err := br.Peek(1); err == io.EOF {
@@ -65,6 +89,14 @@ func decode(c blobsink.Compression, rc io.ReadCloser) (io.ReadCloser, error) {
 		return &decodedReader{r: z, close: func() error { z.Close(); return rc.Close() }}, nil
 	}
 	return rc, nil
+}
+
+// close releases the pooled decoders.
+func (p *decoders) close() {
+	for _, d := range p.free {
+		d.Close()
+	}
+	p.free = nil
 }
 
 type decodedReader struct {
