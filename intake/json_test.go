@@ -155,6 +155,18 @@ func TestParseLogsNDJSONAllocs(t *testing.T) {
 	if n != 22*1000 { // the warm-up, AllocsPerRun's own warm-up, 20 runs
 		t.Fatalf("emitted %d events, want %d", n, 22*1000)
 	}
+	// The other line formats share the path.
+	lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+	array := []byte("[" + strings.Join(lines, ",") + "]")
+	for _, tc := range []struct {
+		f    Format
+		body []byte
+	}{{FormatJSONArray, array}, {FormatText, body}} {
+		p.ParseLogs(tc.body, tc.f, d, emit)
+		if allocs := testing.AllocsPerRun(20, func() { p.ParseLogs(tc.body, tc.f, d, emit) }); allocs != 0 {
+			t.Fatalf("ParseLogs(%s) allocates %v times per batch, want 0", tc.f, allocs)
+		}
+	}
 	// Events without an id get a generated one; that must not allocate either.
 	noID := []byte(strings.Repeat(`{"msg":"m","a":1}`+"\n", 100))
 	p.ParseLogs(noID, FormatNDJSON, d, emit)
