@@ -301,10 +301,13 @@ func (s *Sink) claim(ctx context.Context, key string, seq int) (*writer, error) 
 // encode splits data into blocks at line boundaries and compresses them.
 func (s *Sink) encode(data []byte) ([]chunk, error) {
 	var chunks []chunk
+	// A block never exceeds a whole blob, so every blob stays under
+	// --blob-max-bytes (unless one line alone is larger).
+	limit := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
 	for len(data) > 0 {
 		n := len(data)
-		if n > s.cfg.ChunkBytes {
-			n = bytes.LastIndexByte(data[:s.cfg.ChunkBytes], '\n') + 1
+		if n > limit {
+			n = bytes.LastIndexByte(data[:limit], '\n') + 1
 			if n == 0 { // one line longer than a block: send it alone
 				n = bytes.IndexByte(data, '\n') + 1
 				if n == 0 {

@@ -101,6 +101,11 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	for i := range b.shards {
 		b.shards[i].keys = make(map[string]*keyBuf)
 	}
+	// Queues exist before replay: replayed keys over --flush-bytes are queued.
+	b.queues = make([]chan *keyBuf, len(flushers))
+	for s := range flushers {
+		b.queues[s] = make(chan *keyBuf, 1<<16)
+	}
 	if cfg.Ack != AckMemory {
 		l, err := wal.Open(walDir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, OnSync: b.met.observeSync})
 		if err != nil {
@@ -114,9 +119,7 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 		}
 		b.wal = l
 	}
-	b.queues = make([]chan *keyBuf, len(flushers))
 	for s := range flushers {
-		b.queues[s] = make(chan *keyBuf, 1<<16)
 		for range cfg.FlushWorkers {
 			b.workersWG.Add(1)
 			go b.worker(Stream(s))

@@ -31,6 +31,9 @@ type Config struct {
 	ConnString string // Azure connection string; empty = embedded (unless Account is set)
 	Account    string // Azure account name for Entra ID auth
 	Container  string // blob container for logs
+	// TryTimeout bounds one storage request; a hung request is abandoned
+	// after it and retried by the sinks with backoff.
+	TryTimeout time.Duration
 }
 
 // RegisterFlags adds the storage flags to fs.
@@ -39,6 +42,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ConnString, "storage", "", "Azure Storage connection string (or env AZURE_STORAGE_CONNECTION_STRING); \"UseDevelopmentStorage=true\" means Azurite on loopback; empty = embedded backend")
 	fs.StringVar(&c.Account, "storage-account", "", "Azure Storage account name, authenticated with Microsoft Entra ID (DefaultAzureCredential) instead of a connection string")
 	fs.StringVar(&c.Container, "container", "logs", "blob container for log blobs")
+	fs.DurationVar(&c.TryTimeout, "storage-try-timeout", 15*time.Second, "time allowed for one Azure Storage request before it is abandoned and retried")
 }
 
 // Validate checks the settings and applies AZURE_STORAGE_CONNECTION_STRING
@@ -104,11 +108,15 @@ func connValue(s, key string) string {
 
 // clientOptions keeps the SDK's own retries short: the sinks retry with
 // their own backoff, logged and counted, and keep data in the WAL meanwhile.
-func clientOptions() azcore.ClientOptions {
+func (c *Config) clientOptions() azcore.ClientOptions {
+	try := c.TryTimeout
+	if try <= 0 {
+		try = 15 * time.Second
+	}
 	return azcore.ClientOptions{
 		Retry: policy.RetryOptions{
 			MaxRetries:    2,
-			TryTimeout:    30 * time.Second,
+			TryTimeout:    try,
 			RetryDelay:    200 * time.Millisecond,
 			MaxRetryDelay: 2 * time.Second,
 		},
@@ -117,7 +125,7 @@ func clientOptions() azcore.ClientOptions {
 
 // BlobClient builds the Blob service client.
 func (c *Config) BlobClient() (*azblob.Client, error) {
-	opts := &azblob.ClientOptions{ClientOptions: clientOptions()}
+	opts := &azblob.ClientOptions{ClientOptions: c.clientOptions()}
 	if c.Account != "" {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {
@@ -134,7 +142,7 @@ func (c *Config) BlobClient() (*azblob.Client, error) {
 
 // TableClient builds the Table service client.
 func (c *Config) TableClient() (*aztables.ServiceClient, error) {
-	opts := &aztables.ClientOptions{ClientOptions: clientOptions()}
+	opts := &aztables.ClientOptions{ClientOptions: c.clientOptions()}
 	if c.Account != "" {
 		cred, err := azidentity.NewDefaultAzureCredential(nil)
 		if err != nil {

@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"ingest/blobsink"
+	"ingest/internal/azurite"
+	"ingest/logline"
+	"ingest/query"
+	"ingest/storage"
+)
+
+// binary is the ingest executable built once for every test here.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ingest-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "ingest")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot build ingest: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := azurite.RunMain(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is one running ingest process.
+type server struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	url     string
+	dataDir string
+	stderr  *lockedBuffer
+	exited  chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// start runs `ingest serve` on a free loopback port and waits until healthy.
+func start(t *testing.T, dataDir string, args ...string) *server {
+	t.Helper()
+	port := freePort(t)
+	s := &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(port), dataDir: dataDir, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", dataDir}, args...)...)
+	s.cmd.Stderr = s.stderr
+	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.stderr.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("ingest exited at start:\n%s", s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest not healthy after 30s:\n%s", s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (s *server) stop() int {
+	s.t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("ingest did not exit 60s after SIGTERM:\n%s", s.stderr.String())
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+func (s *server) kill9() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+func (s *server) post(path, contentType, encoding string, body []byte) (int, string) {
+	s.t.Helper()
+	req, _ := http.NewRequest("POST", s.url+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	if encoding != "" {
+		req.Header.Set("Content-Encoding", encoding)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// events builds an NDJSON batch with ids prefix-0..n-1 in the 16:00 hour.
+func events(service, host, prefix string, n int) []byte {
+	var b []byte
+	for i := range n {
+		b = fmt.Appendf(b, `{"ts":"2026-11-21T16:%02d:%02d.%03dZ","service":%q,"host":%q,"id":"%s-%d","level":"info","msg":"event %d of %s; \"quoted\"","n":%d}`+"\n",
+			i/60%60, i%60, i%1000, service, host, prefix, i, i, prefix, i)
+	}
+	return b
+}
+
+// readIDs reads every event of the prefix's blobs: id -> count, and the
+// hosts seen per blob.
+func readIDs(t *testing.T, store blobsink.Store, prefix string) (ids map[string]int, hostsPerBlob map[string]map[string]bool) {
+	t.Helper()
+	ids = map[string]int{}
+	hostsPerBlob = map[string]map[string]bool{}
+	var names []string
+	if err := store.List(context.Background(), prefix, func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		rc, err := query.OpenBlob(context.Background(), store, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostsPerBlob[name] = map[string]bool{}
+		sc := bufio.NewScanner(rc)
+		sc.Buffer(nil, 8<<20)
+		var e logline.Event
+		for sc.Scan() {
+			if err := logline.Parse(sc.Bytes(), &e); err != nil {
+				t.Fatalf("blob %s holds a line that does not parse (interleaved or torn?): %v\n%q", name, err, sc.Bytes())
+			}
+			ids[string(e.ID)]++
+			hostsPerBlob[name][string(e.Host)] = true
+		}
+		rc.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids, hostsPerBlob
+}
+
+// checkExactlyOnce fails unless every acknowledged id is stored once and no
+// id is stored twice.
+func checkExactlyOnce(t *testing.T, acked []string, stored map[string]int) {
+	t.Helper()
+	lost, dup := 0, 0
+	for _, id := range acked {
+		if stored[id] == 0 {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged event %s is not in any blob", id)
+			}
+		}
+	}
+	for id, n := range stored {
+		if n > 1 {
+			dup++
+			if dup <= 5 {
+				t.Errorf("event %s is stored %d times", id, n)
+			}
+		}
+	}
+	if lost > 0 || dup > 0 {
+		t.Fatalf("%d acknowledged events lost, %d duplicated (of %d acknowledged, %d stored)", lost, dup, len(acked), len(stored))
+	}
+	t.Logf("%d acknowledged events, %d stored, 0 lost, 0 duplicated", len(acked), len(stored))
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	w.Write(b)
+	w.Close()
+	return buf.Bytes()
+}
+
+// TestServeEndToEnd is the README's walk-through on the embedded default.
+func TestServeEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, dir, "--flush-interval", "100ms")
+	if code, body := s.post("/v1/logs", "application/x-ndjson", "gzip", gz(events("api", "web-1", "e2e", 50))); code != 202 || !strings.Contains(body, `"accepted":50`) {
+		t.Fatalf("POST gzip NDJSON = %d %s", code, body)
+	}
+	if code, body := s.post("/v1/logs/checkout", "application/json", "",
+		[]byte(`[{"date":1795363200.25,"log":"from fluent bit","level":"ERR"},{"@timestamp":"2026-11-21T16:30:00Z","message":"from vector"}]`)); code != 202 {
+		t.Fatalf("POST JSON array = %d %s", code, body)
+	}
+	if code, body := s.post("/v1/logs?service=plain", "text/plain", "", []byte("line one\nline two\n")); code != 202 || !strings.Contains(body, `"accepted":2`) {
+		t.Fatalf("POST text = %d %s", code, body)
+	}
+	if code, body := s.post("/v1/logs", "application/x-ndjson", "", []byte("{\"msg\":\"ok\"}\nnot json\n{\"nomsg\":1}\n")); code != 202 ||
+		!strings.Contains(body, `"line":2`) || !strings.Contains(body, `"line":3`) || !strings.Contains(body, `"rejected":2`) {
+		t.Fatalf("POST with bad lines = %d %s", code, body)
+	}
+	if code, _ := s.post("/v1/logs", "application/x-ndjson", "", []byte("garbage\n")); code != 400 {
+		t.Fatalf("POST with no valid line = %d, want 400", code)
+	}
+	if code, _ := s.post("/v1/logs", "application/x-ndjson", "br", []byte("x")); code != 415 {
+		t.Fatalf("POST with an unknown encoding = %d, want 415", code)
+	}
+	// The events are readable through the query API once flushed.
+	var got string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.url + "/v1/logs?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&limit=0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got = string(b)
+		if strings.Count(got, "\n") == 50 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Count(got, "\n") != 50 || !strings.Contains(got, `"id":"e2e-7"`) || !strings.Contains(got, `"n":7`) {
+		t.Fatalf("query returned:\n%s", got)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+	// The blob is where the SPEC says, and ls / cat show it.
+	blob := filepath.Join(dir, "blobs", "logs", "api", "2026", "11", "21", "1600", "000001.log")
+	if _, err := os.Stat(blob); err != nil {
+		t.Fatalf("blob file: %v", err)
+	}
+	out, err := exec.Command(binary, "ls", "api/2026/11/21/1600", "--data-dir", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "api/2026/11/21/1600/000001.log") || !strings.Contains(string(out), "EventCount=50") ||
+		!strings.Contains(string(out), "StartTime=2026-11-21T16:00:00.0000000Z") || !strings.Contains(string(out), "LogType=info") {
+		t.Fatalf("ingest ls: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "cat", "--data-dir", dir, "api/2026/11/21/1600/000001.log").CombinedOutput()
+	if err != nil || strings.Count(string(out), "\n") != 50 || !strings.HasPrefix(string(out), "1.0;2026-11-21T16:00:00.0000000Z;info;api;web-1;e2e-0;") {
+		t.Fatalf("ingest cat: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "query", "--data-dir", dir, "--service", "checkout", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z", "--format", "ndjson").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"message":"from vector"`) {
+		t.Fatalf("ingest query: %v\n%s", err, out)
+	}
+	// INGEST_<FLAG> reaches every flag.
+	cmd := exec.Command(binary, "ls", "api/")
+	cmd.Env = append(os.Environ(), "INGEST_DATA_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "000001.log") {
+		t.Fatalf("ingest ls with INGEST_DATA_DIR: %v\n%s", err, out)
+	}
+}
+
+// hammer posts batches with unique ids from several goroutines until stop
+// is closed, and returns the ids of every batch answered 202.
+func hammer(s *server, service, host, prefix string, workers, batch int, stop <-chan struct{}) func() []string {
+	var mu sync.Mutex
+	var acked []string
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 60 * time.Second}
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := fmt.Sprintf("%s-w%d-b%d", prefix, w, n)
+				resp, err := client.Post(s.url+"/v1/logs", "application/x-ndjson", bytes.NewReader(events(service, host, p, batch)))
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 202 {
+					mu.Lock()
+					for i := range batch {
+						acked = append(acked, fmt.Sprintf("%s-%d", p, i))
+					}
+					mu.Unlock()
+				} else {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	return func() []string { wg.Wait(); return acked }
+}
+
+// TestKill9LosesNothing: kill -9 while requests and flushes are under way,
+// twice; after restarts every acknowledged event is in a blob exactly once.
+func TestKill9LosesNothing(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--flush-interval", "30ms", "--flush-bytes", "64KiB"}
+	var acked []string
+	for round := range 2 {
+		s := start(t, dir, args...)
+		stop := make(chan struct{})
+		wait := hammer(s, "crash", "h1", fmt.Sprintf("r%d", round), 4, 100, stop)
+		time.Sleep(700 * time.Millisecond)
+		s.kill9()
+		close(stop)
+		acked = append(acked, wait()...)
+	}
+	s := start(t, dir, args...)
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if len(acked) == 0 {
+		t.Fatal("no batch was acknowledged before the kills")
+	}
+	store, _ := blobsink.NewFileStore(filepath.Join(dir, "blobs", "logs"))
+	stored, _ := readIDs(t, store, "crash/")
+	checkExactlyOnce(t, acked, stored)
+	if n, _ := filepath.Glob(filepath.Join(dir, "wal", "wal-*.log")); len(n) != 1 {
+		t.Errorf("after a clean stop %d WAL segments remain, want 1 (the open one)", len(n))
+	}
+}
+
+func azureStore(t *testing.T, conn, container string) blobsink.Store {
+	t.Helper()
+	client, err := (&storage.Config{ConnString: conn}).BlobClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := blobsink.NewAzureStore(context.Background(), client, container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAzureTwoInstances: two processes write the same service and hour into
+// one container at once: distinct blob numbers, no interleaving, nothing lost.
+func TestAzureTwoInstances(t *testing.T) {
+	conn := azurite.ConnString(t)
+	container := fmt.Sprintf("two%d", time.Now().UnixNano()%1e9)
+	args := []string{"--storage", conn, "--container", container, "--flush-interval", "50ms", "--flush-bytes", "32KiB", "--blob-max-bytes", "256KiB"}
+	a := start(t, t.TempDir(), args...)
+	b := start(t, t.TempDir(), args...)
+	stop := make(chan struct{})
+	waitA := hammer(a, "shared", "instance-a", "a", 2, 100, stop)
+	waitB := hammer(b, "shared", "instance-b", "b", 2, 100, stop)
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	acked := append(waitA(), waitB()...)
+	if a.stop() != 0 || b.stop() != 0 {
+		t.Fatal("an instance did not exit 0")
+	}
+	stored, hosts := readIDs(t, azureStore(t, conn, container), "shared/2026/11/21/1600/")
+	checkExactlyOnce(t, acked, stored)
+	if len(hosts) < 2 {
+		t.Fatalf("want blobs from both instances, got %d blobs", len(hosts))
+	}
+	for name, h := range hosts {
+		if len(h) > 1 {
+			t.Errorf("blob %s holds lines of both instances: %v", name, h)
+		}
+	}
+}
+
+// TestAzureOutage: Azurite stops answering for 20 s under load. Requests keep
+// being acknowledged from the WAL (then refused with 429 once the budget is
+// used up), flushes retry with backoff, and after it returns every
+// acknowledged event is stored exactly once.
+func TestAzureOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 25 s")
+	}
+	az := azurite.Shared(t)
+	conn := az.ConnString()
+	container := fmt.Sprintf("outage%d", time.Now().UnixNano()%1e9)
+	s := start(t, t.TempDir(), "--storage", conn, "--container", container, "--flush-interval", "50ms",
+		"--flush-bytes", "64KiB", "--buffer-bytes", "8MiB", "--storage-try-timeout", "2s")
+	stop := make(chan struct{})
+	wait := hammer(s, "outage", "h", "o", 2, 100, stop)
+	time.Sleep(500 * time.Millisecond)
+	if err := az.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	if err := az.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	acked := wait()
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	stored, _ := readIDs(t, azureStore(t, conn, container), "outage/")
+	checkExactlyOnce(t, acked, stored)
+	if !strings.Contains(s.stderr.String(), "cannot flush, will retry") {
+		t.Error("the outage left no retry in the log: was storage really unreachable?")
+	}
+}
+
+// TestAzureRollover: a blob is closed at --blob-max-bytes and the next number claimed.
+func TestAzureRollover(t *testing.T) {
+	conn := azurite.ConnString(t)
+	container := fmt.Sprintf("roll%d", time.Now().UnixNano()%1e9)
+	s := start(t, t.TempDir(), "--storage", conn, "--container", container, "--blob-max-bytes", "32KiB", "--flush-bytes", "8KiB", "--flush-interval", "50ms")
+	var acked []string
+	for i := range 10 {
+		p := fmt.Sprintf("roll%d", i)
+		if code, body := s.post("/v1/logs", "application/x-ndjson", "", events("roll", "h", p, 200)); code != 202 {
+			t.Fatalf("POST = %d %s", code, body)
+		}
+		for j := range 200 {
+			acked = append(acked, fmt.Sprintf("%s-%d", p, j))
+		}
+	}
+	if s.stop() != 0 {
+		t.Fatal("exit code not 0")
+	}
+	store := azureStore(t, conn, container)
+	var infos []blobsink.BlobInfo
+	store.List(context.Background(), "roll/", func(b blobsink.BlobInfo) error { infos = append(infos, b); return nil })
+	var total int64
+	for _, b := range infos {
+		total += b.Size
+	}
+	if want := int(total/(32<<10)) + 1; len(infos) < want || len(infos) < 3 {
+		t.Fatalf("%d blobs for %d bytes at --blob-max-bytes 32KiB, want at least %d", len(infos), total, want)
+	}
+	for i, b := range infos {
+		if want := blobsink.BlobName("roll/2026/11/21/1600", i+1, blobsink.CompressNone); b.Name != want {
+			t.Errorf("blob %d is %s, want %s", i, b.Name, want)
+		}
+		if b.Size > 32<<10 {
+			t.Errorf("blob %s is %d bytes, over 32 KiB", b.Name, b.Size)
+		}
+		if _, ok := blobsink.ParseMeta(b.Metadata); !ok {
+			t.Errorf("blob %s lacks StartTime/EndTime metadata: %v", b.Name, b.Metadata)
+		}
+	}
+	stored, _ := readIDs(t, store, "roll/")
+	checkExactlyOnce(t, acked, stored)
+}
