@@ -43,6 +43,7 @@ header code{background:rgba(255,255,255,.15);padding:1px 6px;border-radius:4px}
 .row{display:grid;grid-template-columns:3fr 2fr;gap:18px}
 .row .card{margin-top:18px}
 svg{display:block;width:100%;height:auto}
+svg text.halo{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}
 svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;fill:#6b7280}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #f0f0f0}
@@ -82,7 +83,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if r.Errors > 0 {
 		errClass = "bad"
 	}
-	kpi("Errors", human(r.Errors), fmt.Sprintf("requests &middot; %d 429 &middot; %d 503 retried", r.Retry429, r.Retry503), errClass)
+	kpi("Errors", human(r.Errors), fmt.Sprintf("failed requests &middot; %s retried after 429/503", human(r.Retry429+r.Retry503)), errClass)
 	kpi("Bandwidth", fmt.Sprintf("%.0f MB/s", r.MBPerSecRaw), fmt.Sprintf("raw &middot; %.0f MB/s on the wire", r.MBPerSecWire), "")
 	b.WriteString("</div>\n")
 
@@ -230,7 +231,7 @@ func (p *plot) empty(msg string) {
 	fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" style="font-size:13px">%s</text>`, p.w/2, p.h/2, html.EscapeString(msg))
 }
 
-// niceTicks returns about n round ticks covering [0, hi].
+// niceTicks returns about n round ticks from 0 to at least hi.
 func niceTicks(hi float64, n int) []float64 {
 	if hi <= 0 {
 		return []float64{0}
@@ -244,11 +245,15 @@ func niceTicks(hi float64, n int) []float64 {
 			break
 		}
 	}
+	// The last tick is the first at or above hi, so the data fits under it.
 	var out []float64
-	for v := 0.0; v <= hi*1.0001; v += step {
+	for i := 0; ; i++ {
+		v := float64(i) * step
 		out = append(out, v)
+		if v >= hi*0.9999 {
+			return out
+		}
 	}
-	return out
 }
 
 // logTicks returns 1-2-5 ticks in [lo, hi], or decades when there are many.
@@ -333,12 +338,12 @@ func throughputChart(b *strings.Builder, r *Report) {
 	p.y0, p.y1 = 0, ticks[len(ticks)-1]
 	fmt.Fprintf(b, `<defs><linearGradient id="tp" x1="0" x2="0" y1="0" y2="1"><stop offset="0" stop-color="%s" stop-opacity=".35"/><stop offset="1" stop-color="%s" stop-opacity=".03"/></linearGradient></defs>`, colBlue, colBlue)
 	p.yAxis(ticks, short)
-	// Each second is drawn as a step at its midpoint.
-	xs := make([]float64, len(s))
-	ys := make([]float64, len(s))
-	for i, x := range s {
-		xs[i] = x.T + 0.5
-		ys[i] = x.EventsPerSec
+	// Each second is a step: its rate held over its whole second.
+	xs := make([]float64, 0, 2*len(s))
+	ys := make([]float64, 0, 2*len(s))
+	for _, x := range s {
+		xs = append(xs, x.T, x.T+1)
+		ys = append(ys, x.EventsPerSec, x.EventsPerSec)
 	}
 	var area strings.Builder
 	fmt.Fprintf(&area, "M%.1f,%.1f ", p.tx(xs[0]), p.ty(0))
@@ -351,12 +356,12 @@ func throughputChart(b *strings.Builder, r *Report) {
 	if r.EventsPerSec > 0 {
 		y := p.ty(r.EventsPerSec)
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`, p.ml, p.w-p.mr, y, y, colPurple)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" style="fill:%s;font-weight:600">mean %s/s</text>`, p.w-p.mr-4, y-6, colPurple, short(r.EventsPerSec))
+		fmt.Fprintf(b, `<text class="halo" x="%.1f" y="%.1f" text-anchor="end" style="fill:%s;font-weight:600">mean %s/s</text>`, p.w-p.mr-4, y-6, colPurple, short(r.EventsPerSec))
 	}
 	if r.Rate > 0 {
 		y := p.ty(r.Rate)
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2 3"/>`, p.ml, p.w-p.mr, y, y, colGreen)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" style="fill:%s;font-weight:600">target %s/s</text>`, p.ml+6, y-6, colGreen, short(r.Rate))
+		fmt.Fprintf(b, `<text class="halo" x="%.1f" y="%.1f" style="fill:%s;font-weight:600">target %s/s</text>`, p.ml+6, y-6, colGreen, short(r.Rate))
 	}
 	for _, x := range s {
 		if x.Errors > 0 {
@@ -400,7 +405,7 @@ func latencyChart(b *strings.Builder, r *Report) {
 }
 
 func histogramChart(b *strings.Builder, r *Report) {
-	p := &plot{b: b, w: 660, h: 300, ml: 56, mr: 16, mt: 26, mb: 30, xlog: true}
+	p := &plot{b: b, w: 660, h: 400, ml: 56, mr: 16, mt: 40, mb: 30, xlog: true}
 	p.open()
 	defer p.close()
 	hs := r.Histogram
@@ -435,11 +440,11 @@ func histogramChart(b *strings.Builder, r *Report) {
 		}
 		x := p.tx(math.Min(math.Max(m.v, p.x0), p.x1))
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5" stroke-dasharray="4 3"/>`, x, x, p.mt-4, p.h-p.mb, m.color)
-		ly := p.mt - 8
+		ly := p.mt - 22
 		if x-lastX < 46 {
-			ly += 12 // keep close labels apart
+			ly += 13 // keep close labels apart
 		}
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" style="fill:%s;font-weight:600">%s</text>`, x, ly, m.color, m.name)
+		fmt.Fprintf(b, `<text class="halo" x="%.1f" y="%.1f" text-anchor="middle" style="fill:%s;font-weight:600">%s</text>`, x, ly, m.color, m.name)
 		lastX = x
 	}
 	p.xAxis(logTicks(p.x0, p.x1), func(v float64) string { return ms(v) })
@@ -466,7 +471,7 @@ func partitionSection(b *strings.Builder, pr *PartitionReport) {
 	hi = math.Pow(10, math.Ceil(math.Log10(hi)))
 	rowH := 20.0
 	groupH := rowH*3 + 22
-	p := &plot{b: b, w: 1100, h: 36 + groupH*float64(len(pr.Schemes)) + 20, ml: 210, mr: 90, mt: 10, mb: 30, xlog: true, x0: lo, x1: hi}
+	p := &plot{b: b, w: 1100, h: 36 + groupH*float64(len(pr.Schemes)) + 20, ml: 330, mr: 60, mt: 10, mb: 30, xlog: true, x0: lo, x1: hi}
 	p.open()
 	for _, t := range logTicks(lo, hi) {
 		x := p.tx(t)
@@ -502,7 +507,7 @@ func partitionSection(b *strings.Builder, pr *PartitionReport) {
 	}
 	tx := p.tx(pr.Target)
 	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2" stroke-dasharray="5 4"/>`, tx, tx, p.mt, p.h-p.mb, colRed)
-	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" style="fill:%s;font-weight:600">target %s/s</text>`, tx+5, p.mt+10, colRed, short(pr.Target))
+	fmt.Fprintf(b, `<text class="halo" x="%.1f" y="%.1f" style="fill:%s;font-weight:600">Azure target %s/s</text>`, tx+5, p.mt+10, colRed, short(pr.Target))
 	p.xAxis(logTicks(lo, hi), func(v float64) string { return short(v) + "/s" })
 	p.close()
 
