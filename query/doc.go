@@ -29,8 +29,8 @@
 // together. A blob is sorted within one flush but not across flushes (a
 // client may send old events late), so the merged, matching lines of an hour
 // go into a sort buffer of Config.SortBytes (default 16 MiB) and are sorted
-// before they are handed out: output is exactly in time order (ties in blob
-// name order) whenever an hour's matching lines fit that buffer. When they do
+// before they are handed out: output is exactly in time order (equal times
+// in merge order, which is deterministic) whenever an hour's matching lines fit that buffer. When they do
 // not, each full buffer is sorted and handed out in turn; only an event
 // written out of order across flushes whose neighbours fall into another
 // buffer can then come out of place.

@@ -30,7 +30,8 @@ type Query struct {
 	// Grep must match the stored line (without its '\n'), as written in the
 	// blob: the message is JSON-quoted there.
 	Grep *regexp.Regexp
-	// Limit stops the query after that many events; 0 means no limit.
+	// Limit stops the query after that many events (the earliest ones);
+	// 0 means no limit.
 	Limit int
 	// Config bounds the memory a query uses; zero fields take the defaults.
 	Config Config
@@ -160,6 +161,16 @@ func Run(ctx context.Context, store blobsink.Store, q Query, fn func(line []byte
 	var st Stats
 	if err := q.Validate(); err != nil {
 		return st, err
+	}
+	// Stored times are Unix nanoseconds: nothing lies outside 1678..2261.
+	if lo := time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC); q.From.Before(lo) {
+		q.From = lo
+	}
+	if hi := time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC); q.To.After(hi) {
+		q.To = hi
+	}
+	if !q.From.Before(q.To) {
+		return st, nil
 	}
 	r := newRunner(store, &q, fn, &st)
 	err := r.run(ctx)

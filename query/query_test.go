@@ -522,3 +522,23 @@ func TestStorageErrors(t *testing.T) {
 		t.Fatalf("list outage: %v", err)
 	}
 }
+
+// TestWholeTimeRange: a range beyond what Unix nanoseconds can hold is
+// clamped, and costs one probe per empty year.
+func TestWholeTimeRange(t *testing.T) {
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFixture(t, s)
+	q := Query{Services: []string{"web"}, From: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), To: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	got, st := collect(t, s, q)
+	all := q
+	all.From, all.To = at(0, 0, 0), at(23, 0, 0) // want() needs times Unix ns can hold
+	if want := f.want(all); !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("got %d events, want %d", len(got), len(want))
+	}
+	if years := 2262 - 1678; st.Listings != years+12+30 {
+		t.Fatalf("%d listings, want %d", st.Listings, years+12+30)
+	}
+}
