@@ -142,8 +142,8 @@ func (c *Config) Validate() error {
 	if c.AttackUser != "" && strings.ContainsAny(c.AttackUser, "\"\\\n\r") {
 		bad("cannot use --attack-user %q: quotes, backslashes and newlines are not allowed", c.AttackUser)
 	}
-	if c.Partitions < 0 {
-		bad("cannot use --partitions %d: must be >= 0", c.Partitions)
+	if c.Partitions < 0 || c.Partitions > 1<<16 {
+		bad("cannot use --partitions %d: want 0 (the server's default) or 1..65536", c.Partitions)
 	}
 	return errors.Join(errs...)
 }

@@ -42,7 +42,7 @@ func TestPartitionReport(t *testing.T) {
 	pr := partitionReport([]Scheme{
 		{Name: "user", Key: byUser},
 		{Name: "salted", Key: salted},
-		{Name: "naive", Key: secondKey},
+		{Name: "naive", Key: naiveKey},
 	}, secs, feed(secs, perSec))
 	if pr.Attempts != secs*perSec || pr.Target != AzurePartitionTarget {
 		t.Fatalf("attempts %d target %g", pr.Attempts, pr.Target)
@@ -67,7 +67,7 @@ func TestPartitionReport(t *testing.T) {
 	f(pr.Schemes[0], 5, 1500, 1500, "hot")
 	f(pr.Schemes[1], 8, 375, 375, "alice") // all tied: the first key
 	// Naive: every second is its own partition and takes everything.
-	f(pr.Schemes[2], secs, perSec/float64(secs), perSec, "1767225600")
+	f(pr.Schemes[2], secs, perSec/float64(secs), perSec, "20260101000000")
 }
 
 // TestPartitionPeakOutOfOrder: attempts arriving slightly out of time
@@ -98,7 +98,31 @@ func TestDefaultSchemes(t *testing.T) {
 			t.Errorf("%s: key %q then %q: want a stable non-empty key", s.Name, a, b)
 		}
 	}
-	if k := string(schemes[1].Key(nil, []byte("bob"), nil, 1_767_225_600_999_999_999)); k != "1767225600" {
-		t.Errorf("naive key %q, want the Unix second", k)
+	if k := string(schemes[1].Key(nil, []byte("bob"), nil, 1_767_225_600_999_999_999)); k != "20260101000000" {
+		t.Errorf("naive key %q, want the second", k)
+	}
+}
+
+// TestHashedSchemeSaltsAttack: under the shard package's keys an attack
+// far above the hot-user rate is spread below the partition target, while
+// the naive key concentrates each second in one partition.
+func TestHashedSchemeSaltsAttack(t *testing.T) {
+	const secs, rate = 5, 8000
+	pr := partitionReport(defaultSchemes(0), secs, func(fn func(*attempt)) {
+		var at attempt
+		base := int64(1_767_225_600) * 1e9
+		for i := range secs * rate {
+			at.user = append(at.user[:0], "victim"...)
+			at.id = appendPadded(at.id[:0], uint64(i), 12)
+			at.unixNano = base + int64(i)*1e9/rate
+			fn(&at)
+		}
+	})
+	hashed, naive := pr.Schemes[0], pr.Schemes[1]
+	if hashed.Partitions < 2 || hashed.PeakRate >= rate/2 {
+		t.Errorf("hashed: %d partitions, busiest second %g: the attack was not salted", hashed.Partitions, hashed.PeakRate)
+	}
+	if naive.Partitions != secs || naive.PeakRate != rate {
+		t.Errorf("naive: %d partitions, busiest second %g; want %d and %d", naive.Partitions, naive.PeakRate, secs, rate)
 	}
 }

@@ -1,33 +1,34 @@
 package loadtest
 
 import (
-	"github.com/cespare/xxhash/v2"
+	"fmt"
+
+	"ingest/shard"
 )
 
-// fallbackPartitions is the bucket count when --partitions is 0.
-const fallbackPartitions = 64
-
 // defaultSchemes returns the PartitionKey schemes the report compares: the
-// project's hashed compound key and the naive time-based key.
+// server's hashed compound key (package shard, with hot-user salting) and
+// the naive time-based key. partitions 0 takes shard's default bucket
+// count. Each call builds a fresh Keyer: its hot-user detection follows the
+// attempts it is fed, in time order, as the server's would.
 func defaultSchemes(partitions int) []Scheme {
-	if partitions <= 0 {
-		partitions = fallbackPartitions
+	cfg := shard.DefaultConfig()
+	if partitions > 0 {
+		cfg.Partitions = partitions
 	}
+	k := shard.NewKeyer(cfg)
 	return []Scheme{
-		{Name: "hashed", Description: "hash bucket of the user (local stand-in for the shard package)", Key: bucketKey(partitions)},
-		{Name: "naive", Description: "attempt time truncated to the second (the prepend anti-pattern)", Key: secondKey},
+		{
+			Name:        "hashed",
+			Description: fmt.Sprintf("hash bucket (of %d) + user, users above %g attempts/s salted over up to %d partitions", cfg.Partitions, cfg.HotRate, cfg.Salts),
+			Key:         k.PartitionKey,
+		},
+		{
+			Name:        "naive",
+			Description: "attempt time truncated to the second (the prepend anti-pattern)",
+			Key:         naiveKey,
+		},
 	}
 }
 
-// bucketKey hashes the user into one of n fixed-width buckets.
-func bucketKey(n int) KeyFunc {
-	return func(dst, user, id []byte, unixNano int64) []byte {
-		return appendPadded(dst, xxhash.Sum64(user)%uint64(n), 4)
-	}
-}
-
-// secondKey is the attempt's Unix second, fixed width: every insert of a
-// second lands in one partition.
-func secondKey(dst, user, id []byte, unixNano int64) []byte {
-	return appendPadded(dst, uint64(unixNano/1e9), 10)
-}
+func naiveKey(dst, user, id []byte, unixNano int64) []byte { return shard.NaiveKey(dst, unixNano) }
