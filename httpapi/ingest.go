@@ -117,6 +117,13 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		reserved += extra
 		body = st.decoded
 	}
+	// The encoded lines about match the decoded body in size: count them too.
+	if !s.inflight.acquire(int64(len(body)), 100*time.Millisecond) {
+		s.met.inflightFull.Inc()
+		writeError(ctx, &httpError{fasthttp.StatusTooManyRequests, "too many request bytes in flight: retry shortly, or raise --max-inflight-bytes"})
+		return
+	}
+	reserved += int64(len(body))
 	format, err := intake.DetectFormat(string(ctx.Request.Header.ContentType()), body, !logins)
 	if err != nil {
 		writeError(ctx, err)

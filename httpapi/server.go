@@ -40,9 +40,9 @@ type Config struct {
 // RegisterFlags adds the HTTP flags to fs.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", ":8080", "HTTP listen address")
-	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", 32<<20, "largest request body accepted, as sent (413 past it)")
-	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", 128<<20, "largest request body accepted once decompressed (413 past it)")
-	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 256<<20, "memory for request bodies being read and parsed at once; past it requests get 429")
+	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", 16<<20, "largest request body accepted, as sent (413 past it)")
+	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", 64<<20, "largest request body accepted once decompressed (413 past it)")
+	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body, decoded body, encoded lines); past it requests get 429")
 	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line; when set, writes and queries need Authorization: Bearer <token>")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", 60*time.Second, "time allowed to read one request")
 }
