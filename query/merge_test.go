@@ -1,6 +1,10 @@
 package query
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
 	"testing"
 
 	"ingest/logline"
@@ -16,6 +20,50 @@ func FuzzParseTimeField(f *testing.F) {
 		got, ok := parseTime([]byte(s))
 		if ok != (err == nil) || ok && got != want {
 			t.Fatalf("parseTime(%q) = %d %v, logline.ParseTime = %d %v", s, got, ok, want, err)
+		}
+	})
+}
+
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), uint8(2))
+	f.Add([]byte("0123456789abcdefghijklmnopqrstuvwxyz\nshort\n0123456789abcdefghijklmnopqrstuvwxyz"), uint8(20))
+	f.Add([]byte(strings.Repeat("x", 100)+"\n"), uint8(255))
+	f.Fuzz(func(t *testing.T, in []byte, max uint8) {
+		// A 16-byte read buffer makes every longer line take the long path.
+		lr := &lineReader{br: bufio.NewReaderSize(bytes.NewReader(in), 16), max: int(max)}
+		var want [][]byte
+		var dropped int64
+		for rest := in; len(rest) > 0; {
+			i := bytes.IndexByte(rest, '\n')
+			line := rest
+			if i >= 0 {
+				line = rest[:i+1]
+			}
+			rest = rest[len(line):]
+			if len(line) > int(max) {
+				dropped++
+				continue
+			}
+			want = append(want, line)
+		}
+		var got [][]byte
+		for {
+			line, err := lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, bytes.Clone(line))
+		}
+		if len(got) != len(want) || lr.tooLong != dropped {
+			t.Fatalf("got %d lines (%d too long), want %d (%d)", len(got), lr.tooLong, len(want), dropped)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("line %d: got %q want %q", i, got[i], want[i])
+			}
 		}
 	})
 }

@@ -195,13 +195,13 @@ func (lr *lineReader) next() ([]byte, error) {
 			if len(lr.long)+len(b) == 0 {
 				return nil, err
 			}
-			lr.pending = err
-			if len(lr.long) == 0 {
-				return b, nil
-			}
 			if len(lr.long)+len(b) > lr.max {
 				lr.tooLong++
 				return nil, err
+			}
+			lr.pending = err
+			if len(lr.long) == 0 {
+				return b, nil
 			}
 			lr.long = append(lr.long, b...)
 			return lr.long, nil
