@@ -70,10 +70,12 @@ func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err
 	buf = shard.RowKey(buf, a.Time, a.ID)
 	*sc = buf
 	pk, rk := buf[:n], buf[n:]
-	if !shard.ValidKey(unsafeString(pk)) {
+	// Escaped keys hold no forbidden character; only their length can
+	// exceed Azure's limit, and up to 512 bytes it cannot.
+	if len(pk) > shard.MaxKeyBytes/2 && !shard.ValidKey(unsafeString(pk)) {
 		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes makes a PartitionKey over Azure's 1 KiB", len(a.User))
 	}
-	if !shard.ValidKey(unsafeString(rk)) {
+	if len(rk) > shard.MaxKeyBytes/2 && !shard.ValidKey(unsafeString(rk)) {
 		return "", dst, fmt.Errorf("cannot accept login attempt: an id of %d bytes makes a RowKey over Azure's 1 KiB", len(a.ID))
 	}
 

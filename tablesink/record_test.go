@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"ingest/logline"
 	"ingest/shard"
 )
 
@@ -136,8 +137,8 @@ func BenchmarkAppendRecord(b *testing.B) {
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add([]byte("alice@example.com"), []byte("10.0.0.1"), []byte("curl"), []byte("id1"), []byte(`{"a":1}`), true)
 	f.Add([]byte("a/b#c?\x00~%"), []byte(""), []byte("\"\\\n"), []byte("é/日本"), []byte(""), false)
+	s := newTestSink(f, nil, testConfig())
 	f.Fuzz(func(t *testing.T, user, ip, ua, id, props []byte, success bool) {
-		s := newTestSink(t, nil, testConfig())
 		a := &Attempt{Time: day0.UnixNano(), User: user, IP: ip, UA: ua, ID: id, Success: success, HasSuccess: true, Props: props}
 		_, out, err := s.AppendRecord(nil, a)
 		if err != nil {
@@ -152,7 +153,10 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("invalid keys %q %q", e.PartitionKey, e.RowKey)
 		}
 		back := attemptFromEntity(&e)
-		valid := func(b []byte) string { return string(bytes.ToValidUTF8(b, []byte("\uFFFD"))) }
+		valid := func(b []byte) string { // each invalid byte becomes U+FFFD, as in the record
+			out, _, _ := logline.UnquoteAppend(nil, logline.AppendQuoted(nil, b))
+			return string(out)
+		}
 		if back.Time != a.Time || string(back.User) != valid(user) || string(back.IP) != valid(ip) || string(back.UA) != valid(ua) ||
 			string(back.ID) != valid(id) || back.Success != success {
 			t.Fatalf("round trip of %+v gave %+v", a, back)
