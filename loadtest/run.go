@@ -117,6 +117,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			IsTLS:                         tgt.tls,
 			Name:                          "ingest-loadtest",
 			MaxConns:                      cfg.Concurrency + attackWorkers,
+			MaxConnWaitTimeout:            5 * time.Second, // a closing connection may briefly hold a slot
 			MaxIdleConnDuration:           30 * time.Second,
 			ReadTimeout:                   requestTimeout,
 			WriteTimeout:                  requestTimeout,
@@ -399,7 +400,10 @@ func retryAfter(h []byte, attempt int) time.Duration {
 	const maxWait = 30 * time.Second
 	if len(h) > 0 {
 		if s, err := strconv.ParseFloat(string(h), 64); err == nil && s >= 0 {
-			return min(time.Duration(s*float64(time.Second)), maxWait)
+			if s >= maxWait.Seconds() { // also +Inf; the product would overflow
+				return maxWait
+			}
+			return time.Duration(s * float64(time.Second))
 		}
 		if t, err := time.Parse(time.RFC1123, string(h)); err == nil {
 			return max(0, min(time.Until(t), maxWait))

@@ -343,7 +343,7 @@ func readRecords(body io.Reader, p *fastjson.Parser, see func([]byte)) (lines, b
 		}
 		v, err := p.ParseBytes(all)
 		if err != nil {
-			return 0, 1, fmt.Errorf("cannot parse JSON array answer: %v", err)
+			return 1, 1, fmt.Errorf("cannot parse JSON array answer: %v", err)
 		}
 		arr, _ := v.Array()
 		for _, e := range arr {
