@@ -107,7 +107,11 @@ func (r *Report) WriteText(w io.Writer) {
 	p("\n")
 	p("  throughput     %s events/s  %.1f MB/s raw  %.1f MB/s on the wire  %s requests\n", human(int64(r.EventsPerSec)), r.MBPerSecRaw, r.MBPerSecWire, human(r.Requests))
 	l := r.Latency
-	p("  latency        p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (from intended send time)\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max))
+	from := "from the intended send time"
+	if r.Rate <= 0 {
+		from = "closed loop: from the send time"
+	}
+	p("  latency        p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (%s)\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max), from)
 	p("  status        ")
 	for _, k := range sortedKeys(r.Status) {
 		p(" %s: %s", k, human(r.Status[k]))
