@@ -53,4 +53,10 @@
 // request the stats take one short mutex; the partition report and the
 // verification bitsets are computed after the run from one small record
 // per batch, off the sending path.
+//
+// Ceiling (BenchmarkRunLoopback: closed loop, 1,000-event batches, against
+// an in-process fasthttp server that only answers 202, both on the same 2
+// shared cores): about 3 to 4 million events/s (1.2 to 1.5 GB/s of NDJSON)
+// uncompressed. With gzip or zstd each body is compressed per request and
+// the encoder is the limit, about 0.45 million events/s on the same cores.
 package loadtest
