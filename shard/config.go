@@ -20,7 +20,8 @@ type Config struct {
 	HotRate float64
 	// Salts is the maximum number of salted partitions per user (0 disables
 	// salting, else 2..100). A hot user's attempts are spread evenly over
-	// all of them; reads query all Salts+1 partitions.
+	// all of them; reads query all Salts+1 partitions, so lowering it hides
+	// attempts stored under the higher salts until their tables expire.
 	Salts int
 }
 
