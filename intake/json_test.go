@@ -138,6 +138,9 @@ func benchBody(n int) []byte {
 }
 
 func TestParseLogsNDJSONAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	body := benchBody(1000)
 	p := NewParser()
 	d := Defaults{Service: []byte("svc"), Now: now}

@@ -98,6 +98,9 @@ func TestLoginEmitError(t *testing.T) {
 }
 
 func TestParseLoginsAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	body := []byte(loginBody(100))
 	p := NewParser()
 	d := Defaults{Now: now}
