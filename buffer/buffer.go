@@ -52,6 +52,7 @@ type Buffer struct {
 	budget    budget
 	flushed   notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
+	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
 	queues    []chan *keyBuf
 	queuesMu  sync.RWMutex // held for reading while sending to queues, for writing to close them
 	queuesEnd bool
@@ -145,6 +146,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		return nil
 	}
 	if !b.budget.acquire(ctx, n, b.cfg.BudgetWait) {
+		b.lastFull.Store(time.Now().UnixNano())
 		b.met.full.Inc()
 		return ErrFull
 	}
@@ -287,8 +289,13 @@ func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
 // Used is the number of bytes held against the budget.
 func (b *Buffer) Used() int64 { return b.budget.used.Load() }
 
-// Full reports whether the budget is used up (for readiness).
-func (b *Buffer) Full() bool { return b.budget.used.Load() >= b.budget.limit }
+// Full reports, for readiness, whether the budget is nearly used up (90%)
+// or refused a batch in the last second: a load balancer should send
+// elsewhere while requests are failing.
+func (b *Buffer) Full() bool {
+	return b.budget.used.Load() >= b.budget.limit-b.budget.limit/10 ||
+		time.Since(time.Unix(0, b.lastFull.Load())) < time.Second
+}
 
 // forEach calls fn for every key buffer.
 func (b *Buffer) forEach(fn func(kb *keyBuf)) {
