@@ -83,6 +83,7 @@ type keyBuf struct {
 	flushFrom  uint64 // while flushing: LSN of the oldest byte being flushed
 	flushedLSN uint64 // every byte up to this LSN is stored
 	queued     bool
+	filled     bool // has reached --flush-bytes: a busy key
 	lastActive time.Time
 }
 
@@ -211,15 +212,23 @@ func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time
 			if kb.spare != nil {
 				kb.data, kb.spare = kb.spare[:0], nil
 			} else {
-				// Size for the flush threshold up front rather than regrow
-				// by doubling, but do not reserve it for a key that is slow.
-				kb.data = make([]byte, 0, min(b.cfg.FlushBytes+b.cfg.FlushBytes/8, int64(max(4*len(data), 64<<10))))
+				// A key that has filled a buffer before gets a whole one
+				// up front rather than regrowing it by doubling; a slow key
+				// does not reserve that much.
+				size := int64(max(4*len(data), 64<<10))
+				if kb.filled {
+					size = b.cfg.FlushBytes + b.cfg.FlushBytes/8
+				}
+				kb.data = make([]byte, 0, min(size, b.cfg.FlushBytes+b.cfg.FlushBytes/8))
 			}
 		}
 	}
 	kb.data = append(kb.data, data...)
 	kb.lastLSN = lsn
 	kb.lastActive = now
+	if int64(len(kb.data)) >= b.cfg.FlushBytes {
+		kb.filled = true
+	}
 	enqueue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued && !kb.flushing
 	if enqueue {
 		kb.queued = true

@@ -167,7 +167,9 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.flushing = false
 	kb.flushFrom = 0
 	kb.flushedLSN = upTo
-	if kb.data == nil && cap(data) <= 2*int(b.cfg.FlushBytes)+(1<<20) {
+	// Keep the flushed buffer for the key's next swap, so a busy key
+	// alternates between two buffers instead of regrowing one each time.
+	if kb.spare == nil && cap(data) <= 2*int(b.cfg.FlushBytes)+(1<<20) {
 		kb.spare = data[:0]
 	}
 	requeue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued

@@ -257,11 +257,20 @@ func (p *Parser) eventFromLine(b []byte) string {
 			if !haveMsg {
 				haveMsg = true
 				if b[i] == '"' {
-					s, end, ok := content(b, i, &p.msg)
-					if !ok {
-						return end, "cannot parse JSON: a string is not terminated"
+					end, fl := scanString(b, i)
+					if end < 0 {
+						return i, "cannot parse JSON: a string is not terminated"
 					}
-					ev.Message = s
+					raw := b[i+1 : end-1]
+					switch {
+					case fl == 0: // no escape, control or non-ASCII byte: the line can copy it
+						ev.Message, ev.MessagePlain = raw, true
+					case fl&strEscape == 0:
+						ev.Message = raw
+					default:
+						p.msg = unescape(p.msg[:0], raw)
+						ev.Message = p.msg
+					}
 					return end, ""
 				}
 				// Any other value is kept as its JSON text.

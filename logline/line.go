@@ -24,6 +24,11 @@ type Event struct {
 	Message []byte // the text itself, not JSON-quoted
 	Attrs   []byte // a compact JSON object, or empty for "{}"
 
+	// MessagePlain promises that Message holds only printable ASCII other
+	// than '"' and '\\', so AppendLine copies it without looking for bytes
+	// to escape. A parser that has already scanned the message sets it.
+	MessagePlain bool
+
 	scratch []byte // Parse unescapes the message here
 }
 
@@ -47,7 +52,13 @@ func AppendLine(dst []byte, e *Event) []byte {
 	dst = append(dst, ';')
 	dst = AppendToken(dst, e.ID)
 	dst = append(dst, ';')
-	dst = AppendQuoted(dst, e.Message)
+	if e.MessagePlain {
+		dst = append(dst, '"')
+		dst = append(dst, e.Message...)
+		dst = append(dst, '"')
+	} else {
+		dst = AppendQuoted(dst, e.Message)
+	}
 	dst = append(dst, ';')
 	if len(e.Attrs) == 0 {
 		dst = append(dst, "{}"...)

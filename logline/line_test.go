@@ -211,3 +211,12 @@ func BenchmarkAppendLine(b *testing.B) {
 		buf = AppendLine(buf[:0], &e)
 	}
 }
+
+func TestMessagePlainMatchesQuoting(t *testing.T) {
+	e := Event{Message: []byte("plain ascii message, 42% done: ok")}
+	quoted := AppendLine(nil, &e)
+	e.MessagePlain = true
+	if plain := AppendLine(nil, &e); !bytes.Equal(plain, quoted) {
+		t.Fatalf("MessagePlain changes the line:\n%q\n%q", plain, quoted)
+	}
+}
