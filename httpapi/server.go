@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"github.com/valyala/fasthttp/pprofhandler"
 
 	"ingest/blobsink"
 	"ingest/buffer"
@@ -35,6 +36,7 @@ type Config struct {
 	MaxInflightBytes     int64
 	TokensFile           string
 	ReadTimeout          time.Duration
+	Pprof                bool
 }
 
 // RegisterFlags adds the HTTP flags to fs.
@@ -45,6 +47,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body, decoded body, encoded lines); past it requests get 429")
 	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line; when set, writes and queries need Authorization: Bearer <token>")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", 60*time.Second, "time allowed to read one request")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
 }
 
 // Validate checks the settings.
@@ -222,6 +225,14 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case string(path) == "/metrics":
 		route = "metrics"
 		s.metricsH(ctx)
+		return
+	case s.cfg.Pprof && bytes.HasPrefix(path, []byte("/debug/pprof")):
+		route = "pprof"
+		if !s.authorized(ctx) {
+			writeError(ctx, &httpError{fasthttp.StatusUnauthorized, "missing or unknown bearer token"})
+			return
+		}
+		pprofhandler.PprofHandler(ctx)
 		return
 	}
 	isLogs := string(path) == "/v1/logs" || bytes.HasPrefix(path, []byte("/v1/logs/"))

@@ -304,7 +304,7 @@ func runRetention(args []string) error {
 
 func runLoadtest(args []string) error {
 	fs := pflag.NewFlagSet("loadtest", pflag.ContinueOnError)
-	var cfg loadtest.Config
+	cfg := loadtest.DefaultConfig()
 	cfg.RegisterFlags(fs)
 	if err := parse(fs, "ingest loadtest [flags]", args); err != nil {
 		return err
