@@ -172,6 +172,12 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 	for i, c := range chunks {
 		ic := in.Chunks[i]
 		w := ws[ic.Blob]
+		if i == 0 || in.Chunks[i-1].Blob != ic.Blob {
+			if err := s.widenMeta(ctx, w, in.Chunks[i:], ic.Blob, chunks[i:]); err != nil {
+				s.setWriter(key, ws, ic.Blob)
+				return stored, err
+			}
+		}
 		if err := s.append(ctx, w, ic.Offset, c.encoded); err != nil {
 			// Metadata of what did land is brought up to date on the next
 			// flush or by recovery, so queries never skip these blocks.
@@ -196,6 +202,41 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 	s.setWriter(key, ws, len(ws)-1)
 	s.met.appended.Add(float64(len(data)))
 	return stored, nil
+}
+
+// widenMeta makes the blob's StartTime, EndTime and LogType cover the
+// blocks about to be appended to it, before they are: a query that lists the
+// blob between the append and the final metadata update must not skip it.
+// (EventCount is only raised once the blocks are in.)
+func (s *Sink) widenMeta(ctx context.Context, w *writer, planned []intentChunk, blob int, chunks []chunk) error {
+	wide := w.meta
+	have := w.meta.Count > 0
+	for j, ic := range planned {
+		if ic.Blob != blob {
+			break
+		}
+		m := chunks[j].meta
+		if m.Count == 0 {
+			continue
+		}
+		if !have {
+			wide.Start, wide.End, have = m.Start, m.End, true
+		}
+		wide.Start = min(wide.Start, m.Start)
+		wide.End = max(wide.End, m.End)
+		wide.Levels |= m.Levels
+	}
+	if wide == w.meta && w.metaSent {
+		return nil
+	}
+	md := wide.Map()
+	md[MetaStartTime] = string(logline.AppendTime(nil, wide.Start))
+	md[MetaEndTime] = string(logline.AppendTime(nil, wide.End))
+	if err := s.store.SetMetadata(ctx, w.name, md); err != nil {
+		s.met.errors.WithLabelValues("metadata").Inc()
+		return fmt.Errorf("cannot widen the metadata of blob %s before appending: %w", w.name, err)
+	}
+	return nil
 }
 
 // append appends one block, resolving a failed or ambiguous attempt: the

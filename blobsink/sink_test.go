@@ -209,6 +209,40 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("after a retried append the blob holds %d bytes, want %d exactly once", len(got), len(data))
 		}
 	})
+	t.Run("MetadataCoversBlocksBeforeTheyLand", func(t *testing.T) {
+		inner := newStore(t)
+		spy := &metaSpy{Store: inner}
+		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
+		key := HourPrefix("spy", hour)
+		s.Flush(context.Background(), key, lines("spy", hour, 10, logline.LevelInfo), noJournal)
+		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
+		if _, err := s.Flush(context.Background(), key, late, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		if spy.appends < 3 || spy.uncovered > 0 {
+			t.Fatalf("%d of %d appends landed while the blob's metadata did not cover them: a query could skip them", spy.uncovered, spy.appends)
+		}
+	})
+	t.Run("RolloverBeforeBlockLimit", func(t *testing.T) {
+		store := newStore(t)
+		s := newTestSink(t, store, Config{MaxBlocks: 3, ChunkBytes: 500})
+		key := HourPrefix("blocks", hour)
+		data := lines("blocks", hour, 40, logline.LevelInfo) // ~8 blocks of 500 bytes
+		if _, err := s.Flush(context.Background(), key, data, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		names := listNames(t, store, key+"/")
+		if len(names) < 3 {
+			t.Fatalf("blobs = %v: want a new blob every 3 blocks", names)
+		}
+		var all []byte
+		for _, n := range names {
+			all = append(all, readAll(t, store, n)...)
+		}
+		if !bytes.Equal(all, data) {
+			t.Fatal("blobs do not hold the data in order exactly once")
+		}
+	})
 	t.Run("LandedAfterCrash", func(t *testing.T) {
 		inner := newStore(t)
 		store := &flakyStore{Store: inner, failAppendsAfter: 2}
@@ -240,6 +274,27 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatal("recovered blobs do not hold every line exactly once")
 		}
 	})
+}
+
+// metaSpy checks, at every append, that the blob's stored metadata already
+// covers the block's events.
+type metaSpy struct {
+	Store
+	appends, uncovered int
+}
+
+func (m *metaSpy) Append(ctx context.Context, name string, offset int64, block []byte) error {
+	m.appends++
+	info, err := m.Store.Stat(ctx, name)
+	if err != nil {
+		return err
+	}
+	meta, ok := ParseMeta(info.Metadata)
+	blockMeta := scanMeta(block)
+	if !ok || meta.Start > blockMeta.Start || meta.End < blockMeta.End || meta.Levels&blockMeta.Levels != blockMeta.Levels {
+		m.uncovered++
+	}
+	return m.Store.Append(ctx, name, offset, block)
 }
 
 // flakyStore injects failures into a real store.
