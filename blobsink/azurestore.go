@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
@@ -391,3 +392,25 @@ func IsTransient(err error) bool {
 type refusal struct{ msg string }
 
 func (e *refusal) Error() string { return e.msg }
+
+// ListTop returns the distinct first path segments of the container's blob
+// names (the services) with one hierarchical listing, delimiter "/".
+func (s *AzureStore) ListTop(ctx context.Context) ([]string, error) {
+	var names []string
+	pager := s.cont.NewListBlobsHierarchyPager("/", nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, wrapAzure("list the top level of "+s.name, err)
+		}
+		if page.Segment == nil {
+			continue
+		}
+		for _, p := range page.Segment.BlobPrefixes {
+			if p != nil && p.Name != nil {
+				names = append(names, strings.TrimSuffix(*p.Name, "/"))
+			}
+		}
+	}
+	return names, nil
+}

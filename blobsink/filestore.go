@@ -256,3 +256,18 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// ListTop returns the top-level folders (the services).
+func (s *FileStore) ListTop(context.Context) ([]string, error) {
+	ents, err := os.ReadDir(s.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}

@@ -395,3 +395,30 @@ func TestSinkOnAzure(t *testing.T) {
 		return s
 	})
 }
+
+func TestListTop(t *testing.T) {
+	conn := azurite.ConnString(t)
+	client, err := (&storage.Config{ConnString: conn}).BlobClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, err := NewAzureStore(t.Context(), client, fmt.Sprintf("top%d", time.Now().UnixNano()%1e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsStore, _ := NewFileStore(t.TempDir())
+	for name, store := range map[string]interface {
+		Store
+		ListTop(context.Context) ([]string, error)
+	}{"file": fsStore, "azure": az} {
+		for _, b := range []string{"api/2026/11/21/1600/000001.log", "api/2026/11/21/1700/000001.log", "web/2026/11/21/1600/000001.log"} {
+			if err := store.Create(context.Background(), b, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		top, err := store.ListTop(context.Background())
+		if err != nil || strings.Join(top, ",") != "api,web" {
+			t.Errorf("%s: ListTop = %v, %v; want [api web]", name, top, err)
+		}
+	}
+}

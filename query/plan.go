@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,9 +14,9 @@ import (
 )
 
 // TopLister is an optional Store extension: the distinct first path segments
-// of the container's blob names (on Azure, one hierarchical listing with
-// delimiter "/"). With it, Services "*" costs one cheap listing; without it
-// (and for stores other than FileStore) "*" lists every blob once.
+// of the container's blob names (FileStore reads one directory; AzureStore
+// does one hierarchical listing with delimiter "/"). With it, Services "*"
+// costs one cheap listing; without it "*" lists every blob once.
 type TopLister interface {
 	ListTop(ctx context.Context) ([]string, error)
 }
@@ -168,16 +167,6 @@ func discover(ctx context.Context, store blobsink.Store) ([]string, error) {
 			return nil, err
 		}
 		names = top
-	case *blobsink.FileStore:
-		ents, err := os.ReadDir(s.Root)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		for _, e := range ents {
-			if e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
 	default:
 		seen := map[string]bool{}
 		err := store.List(ctx, "", func(b blobsink.BlobInfo) error {
