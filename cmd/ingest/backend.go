@@ -28,6 +28,9 @@ type backend struct {
 // (the embedded table store is a single-writer database: the read-only
 // commands that do not need it do not open it).
 func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	b := &backend{close: func() {}}
 	if cfg.Azure() {
 		bc, err := cfg.BlobClient()

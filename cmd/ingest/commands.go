@@ -35,9 +35,6 @@ func runLs(args []string) error {
 	if fs.NArg() == 1 {
 		prefix = fs.Arg(0)
 	}
-	if err := scfg.Validate(); err != nil {
-		return err
-	}
 	ctx := context.Background()
 	be, err := openBackend(ctx, scfg, false)
 	if err != nil {
@@ -73,9 +70,6 @@ func runCat(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := scfg.Validate(); err != nil {
-		return err
-	}
 	ctx := context.Background()
 	be, err := openBackend(ctx, scfg, false)
 	if err != nil {
@@ -104,9 +98,6 @@ func runQuery(args []string) error {
 	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
 	showStats := fs.Bool("stats", false, "print scan figures to stderr at the end")
 	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", args); err != nil {
-		return err
-	}
-	if err := scfg.Validate(); err != nil {
 		return err
 	}
 	if *service == "" {
@@ -180,9 +171,6 @@ func runLogins(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := scfg.Validate(); err != nil {
-		return err
-	}
 	ctx := context.Background()
 	be, err := openBackend(ctx, scfg, true)
 	if err != nil {
@@ -229,9 +217,6 @@ func runStats(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := scfg.Validate(); err != nil {
-		return err
-	}
 	d := time.Now().UTC().Truncate(24 * time.Hour)
 	if *day != "" {
 		if d, err = time.Parse("2006-01-02", *day); err != nil {
@@ -273,9 +258,6 @@ func runRetention(args []string) error {
 	tcfg.RegisterFlags(fs)
 	dry := fs.Bool("dry-run", false, "print the tables that would be deleted, delete nothing")
 	if err := parse(fs, "ingest retention [--dry-run]", args); err != nil {
-		return err
-	}
-	if err := scfg.Validate(); err != nil {
 		return err
 	}
 	ctx := context.Background()
