@@ -80,7 +80,9 @@ func (b *Buffer) schedule(now time.Time) {
 // truncateWAL deletes the WAL segments whose records are all stored: every
 // segment before the one holding the oldest byte not yet flushed.
 func (b *Buffer) truncateWAL() {
-	keep := b.wal.NextLSN()
+	// Only records already in the key buffers may go: one written but not
+	// yet applied is held by nothing else.
+	keep := b.wal.AppliedLSN()
 	b.forEach(func(kb *keyBuf) {
 		kb.mu.Lock()
 		if kb.flushing && kb.flushFrom < keep {

@@ -72,9 +72,10 @@ type Log struct {
 	dir  string
 	opts Options
 
-	mu       sync.Mutex // guards segments and nextLSN
+	mu       sync.Mutex // guards segments, nextLSN and applied
 	segments []segment  // oldest first; the last one is being written
 	nextLSN  uint64
+	applied  uint64 // every record below this LSN is durable and its onDurable has run
 	closed   bool // guarded by closeMu
 
 	f       *os.File
@@ -208,8 +209,18 @@ func (l *Log) NextLSN() uint64 {
 	return l.nextLSN
 }
 
+// AppliedLSN is the LSN below which every record is durable and has had
+// its onDurable callback run. Truncate must not be given more: a record
+// written but not yet applied lives nowhere else.
+func (l *Log) AppliedLSN() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.applied
+}
+
 // Start opens a fresh segment and starts the writer goroutine.
 func (l *Log) Start() error {
+	l.applied = l.nextLSN
 	if err := l.rotate(); err != nil {
 		return err
 	}
@@ -305,6 +316,13 @@ func (l *Log) run() {
 			if err == nil && r.onDurable != nil {
 				r.onDurable(r.lsn)
 			}
+		}
+		if err == nil {
+			l.mu.Lock()
+			l.applied = group[len(group)-1].lsn + 1
+			l.mu.Unlock()
+		}
+		for _, r := range group {
 			r.err = err
 			r.done <- struct{}{}
 		}

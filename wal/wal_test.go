@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 func replayAll(t *testing.T, l *Log) (lsns []uint64, payloads []string) {
@@ -209,4 +210,27 @@ func BenchmarkAppendParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestAppliedLSNWaitsForCallbacks(t *testing.T) {
+	l, _ := Open(t.TempDir(), Options{})
+	replayAll(t, l)
+	l.Start()
+	defer l.Close()
+	release := make(chan struct{})
+	go l.Append([]byte("slow"), func(uint64) { <-release })
+	deadline := time.Now().Add(5 * time.Second)
+	for l.NextLSN() != 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := l.AppliedLSN(); got != 1 {
+		t.Fatalf("AppliedLSN = %d while record 1's callback runs, want 1", got)
+	}
+	close(release)
+	for l.AppliedLSN() != 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := l.AppliedLSN(); got != 2 {
+		t.Fatalf("AppliedLSN = %d after the callback, want 2", got)
+	}
 }
