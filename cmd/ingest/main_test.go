@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,11 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
 
 	"ingest/blobsink"
 	"ingest/internal/azurite"
@@ -280,15 +286,74 @@ func TestServeEndToEnd(t *testing.T) {
 	if strings.Count(got, "\n") != 50 || !strings.Contains(got, `"id":"e2e-7"`) || !strings.Contains(got, `"n":7`) {
 		t.Fatalf("query returned:\n%s", got)
 	}
+	// Login attempts: the newest first, through the API.
+	now := time.Now().UTC()
+	var logins []byte
+	for i := range 5 {
+		logins = fmt.Appendf(logins, `{"user":"alice","success":%v,"ip":"203.0.113.%d","ts":%q,"id":"att-%d"}`+"\n",
+			i == 4, i, now.Add(time.Duration(i-10)*time.Second).Format(time.RFC3339Nano), i)
+	}
+	if code, body := s.post("/v1/logins", "application/x-ndjson", "", logins); code != 202 || !strings.Contains(body, `"accepted":5`) {
+		t.Fatalf("POST logins = %d %s", code, body)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/v1/logins/alice?limit=3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got = string(b)
+		if strings.Count(got, "\n") == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/logins/alice = %q", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if i4, i3, i2 := strings.Index(got, `"att-4"`), strings.Index(got, `"att-3"`), strings.Index(got, `"att-2"`); i4 < 0 || i3 < i4 || i2 < i3 {
+		t.Fatalf("logins not newest first: %s", got)
+	}
+	// OTLP/HTTP protobuf, as an OpenTelemetry exporter sends it.
+	otlp, _ := proto.Marshal(&collogs.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		Resource: &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "otelsvc"}}}}},
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{{
+			TimeUnixNano: uint64(time.Date(2026, 11, 21, 16, 5, 0, 0, time.UTC).UnixNano()), SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_WARN,
+			Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "from an OTel SDK"}},
+		}}}},
+	}}})
+	code, body := s.post("/v1/logs", "application/x-protobuf", "", otlp)
+	var otlpResp collogs.ExportLogsServiceResponse
+	if code != 200 || proto.Unmarshal([]byte(body), &otlpResp) != nil || otlpResp.PartialSuccess != nil {
+		t.Fatalf("OTLP export = %d %q, want 200 with an empty ExportLogsServiceResponse", code, body)
+	}
 	if code := s.stop(); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+	out, err := exec.Command(binary, "logins", "alice", "--data-dir", dir, "--limit", "2", "--format", "ndjson").CombinedOutput()
+	if err != nil || strings.Count(string(out), "\n") != 2 || !strings.Contains(string(out), `"att-4"`) {
+		t.Fatalf("ingest logins: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "stats", "api", "--data-dir", dir, "--day", "2026-11-21").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`16:00\s+50\s+0\s+0\s+50\s`).Match(out) {
+		t.Fatalf("ingest stats: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "retention", "--dry-run", "--data-dir", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no login table is older than 60 days") {
+		t.Fatalf("ingest retention --dry-run: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "query", "--data-dir", dir, "--service", "otelsvc", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `;warn;otelsvc;`) || !strings.Contains(string(out), `"from an OTel SDK"`) {
+		t.Fatalf("OTLP event not stored: %v\n%s", err, out)
 	}
 	// The blob is where the SPEC says, and ls / cat show it.
 	blob := filepath.Join(dir, "blobs", "logs", "api", "2026", "11", "21", "1600", "000001.log")
 	if _, err := os.Stat(blob); err != nil {
 		t.Fatalf("blob file: %v", err)
 	}
-	out, err := exec.Command(binary, "ls", "api/2026/11/21/1600", "--data-dir", dir).CombinedOutput()
+	out, err = exec.Command(binary, "ls", "api/2026/11/21/1600", "--data-dir", dir).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "api/2026/11/21/1600/000001.log") || !strings.Contains(string(out), "EventCount=50") ||
 		!strings.Contains(string(out), "StartTime=2026-11-21T16:00:00.0000000Z") || !strings.Contains(string(out), "LogType=info") {
 		t.Fatalf("ingest ls: %v\n%s", err, out)
