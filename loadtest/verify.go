@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -455,7 +456,67 @@ func (r *runner) verify(ctx context.Context, end time.Time) (*VerifyReport, erro
 	sort.Slice(queries, func(i, j int) bool { return queries[i].url < queries[j].url })
 	g := newGetter(tgt, r.cfg.Token)
 	defer g.hc.CloseIdleConnections()
+	g.waitDrained(ctx, tgt.base, drainTimeout)
 	return verifyRun(ctx, l, r.c, queries, g)
+}
+
+// drainTimeout bounds the wait for the server to store what it accepted.
+const drainTimeout = 2 * time.Minute
+
+// waitDrained waits until the server holds nothing it has not yet stored:
+// an acknowledged event may still be in its buffer (with --ack wal it is
+// safe in the write-ahead log, but not yet readable). It polls the
+// ingest_buffer_bytes gauge of /metrics until it reads 0 twice in a row;
+// a server without that gauge gets a fixed pause instead.
+func (g *getter) waitDrained(ctx context.Context, base string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	zeros := 0
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		held, ok := g.bufferBytes(base)
+		if !ok {
+			time.Sleep(5 * time.Second)
+			return
+		}
+		if held == 0 {
+			if zeros++; zeros == 2 {
+				return
+			}
+		} else {
+			zeros = 0
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// bufferBytes reads ingest_buffer_bytes from the server's /metrics.
+func (g *getter) bufferBytes(base string) (float64, bool) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(base + "/metrics")
+	if g.token != "" {
+		req.Header.Set("Authorization", "Bearer "+g.token)
+	}
+	if err := g.hc.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != fasthttp.StatusOK {
+		return 0, false
+	}
+	body, err := resp.BodyUncompressed()
+	if err != nil {
+		return 0, false
+	}
+	return metricValue(body, "ingest_buffer_bytes")
+}
+
+// metricValue finds an unlabelled sample in Prometheus text format.
+func metricValue(text []byte, name string) (float64, bool) {
+	for _, line := range bytes.Split(text, []byte{'\n'}) {
+		if v, ok := bytes.CutPrefix(line, []byte(name+" ")); ok {
+			f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // loginUsers counts the attempts sent per user.

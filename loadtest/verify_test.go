@@ -250,3 +250,13 @@ func TestReadBackFormats(t *testing.T) {
 	f("/empty", "", 0, 0)
 	f("/missing", "", 0, 0) // 404: nothing there
 }
+
+func TestMetricValue(t *testing.T) {
+	text := []byte("# HELP ingest_buffer_bytes x\n# TYPE ingest_buffer_bytes gauge\ningest_buffer_bytes 2.39401633e+08\ningest_buffer_bytes_other 1\n")
+	if v, ok := metricValue(text, "ingest_buffer_bytes"); !ok || v != 2.39401633e+08 {
+		t.Fatalf("metricValue = %v, %v", v, ok)
+	}
+	if _, ok := metricValue(text, "ingest_missing"); ok {
+		t.Fatal("found a metric that is not there")
+	}
+}
