@@ -76,7 +76,7 @@ type Log struct {
 	segments []segment  // oldest first; the last one is being written
 	nextLSN  uint64
 	applied  uint64 // every record below this LSN is durable and its onDurable has run
-	closed   bool // guarded by closeMu
+	closed   bool   // guarded by closeMu
 
 	f       *os.File
 	w       *bufio.Writer

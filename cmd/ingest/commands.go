@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
-	"ingest/logline"
 	"ingest/loadtest"
+	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"
 )
