@@ -143,6 +143,26 @@ func (s *server) stop() int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// waitDrained waits until the server has stored everything it accepted
+// (the ingest_buffer_bytes gauge reads 0).
+func (s *server) waitDrained() {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if regexp.MustCompile(`(?m)^ingest_buffer_bytes 0$`).Match(b) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatal("the buffer did not drain within 30s")
+}
+
 func (s *server) kill9() {
 	s.cmd.Process.Signal(syscall.SIGKILL)
 	<-s.exited
@@ -419,29 +439,82 @@ func hammer(s *server, service, host, prefix string, workers, batch int, stop <-
 func TestKill9LosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--flush-interval", "30ms", "--flush-bytes", "64KiB"}
-	var acked []string
+	var acked, ackedLogins []string
 	for round := range 2 {
 		s := start(t, dir, args...)
 		stop := make(chan struct{})
 		wait := hammer(s, "crash", "h1", fmt.Sprintf("r%d", round), 4, 100, stop)
+		waitLogins := hammerLogins(s, fmt.Sprintf("r%d", round), stop)
 		time.Sleep(700 * time.Millisecond)
 		s.kill9()
 		close(stop)
 		acked = append(acked, wait()...)
+		ackedLogins = append(ackedLogins, waitLogins()...)
 	}
 	s := start(t, dir, args...)
+	if len(acked) == 0 || len(ackedLogins) == 0 {
+		t.Fatal("no batch was acknowledged before the kills")
+	}
+	// Login attempts replayed from the WAL are upserted again: each once.
+	s.waitDrained()
+	storedLogins := map[string]int{}
+	for _, user := range []string{"u0", "u1", "u2"} {
+		resp, err := http.Get(s.url + "/v1/logins/" + user + "?days=2&limit=100000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, m := range regexp.MustCompile(`"id":"([^"]+)"`).FindAllSubmatch(b, -1) {
+			storedLogins[string(m[1])]++
+		}
+	}
 	if code := s.stop(); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
-	if len(acked) == 0 {
-		t.Fatal("no batch was acknowledged before the kills")
-	}
+	checkExactlyOnce(t, ackedLogins, storedLogins)
 	store, _ := blobsink.NewFileStore(filepath.Join(dir, "blobs", "logs"))
 	stored, _ := readIDs(t, store, "crash/")
 	checkExactlyOnce(t, acked, stored)
 	if n, _ := filepath.Glob(filepath.Join(dir, "wal", "wal-*.log")); len(n) != 1 {
 		t.Errorf("after a clean stop %d WAL segments remain, want 1 (the open one)", len(n))
 	}
+}
+
+// hammerLogins posts login attempts of users u0..u2 with unique ids until
+// stop is closed, and returns the ids of every batch answered 202.
+func hammerLogins(s *server, prefix string, stop <-chan struct{}) func() []string {
+	var acked []string
+	done := make(chan struct{})
+	client := &http.Client{Timeout: 60 * time.Second}
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var body []byte
+			var ids []string
+			for i := range 50 {
+				id := fmt.Sprintf("%s-l%d-%d", prefix, n, i)
+				ids = append(ids, id)
+				body = fmt.Appendf(body, `{"user":"u%d","success":false,"ip":"198.51.100.7","id":%q}`+"\n", i%3, id)
+			}
+			resp, err := client.Post(s.url+"/v1/logins", "application/x-ndjson", bytes.NewReader(body))
+			if err != nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 202 {
+				acked = append(acked, ids...)
+			}
+		}
+	}()
+	return func() []string { <-done; return acked }
 }
 
 func azureStore(t *testing.T, conn, container string) blobsink.Store {
