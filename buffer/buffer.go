@@ -60,7 +60,8 @@ type Buffer struct {
 	stop      chan struct{} // closed to stop the scheduler and retry loops
 	workersWG sync.WaitGroup
 	schedWG   sync.WaitGroup
-	payloads  sync.Pool
+	payloads  sync.Pool // WAL payload buffers
+	chunks    sync.Pool // full-size chunk buffers (*[]byte)
 }
 
 type shard struct {
@@ -74,17 +75,32 @@ type keyBuf struct {
 	key    string
 
 	mu         sync.Mutex
-	data       []byte // pending, not yet taken by a flush
-	spare      []byte // the previous flush's buffer, reused
-	firstLSN   uint64 // LSN of the oldest pending byte (0: none pending)
-	lastLSN    uint64
-	since      time.Time // when the oldest pending byte arrived
+	chunks     []*chunk // pending, oldest first; appends go to the last
 	flushing   bool
 	flushFrom  uint64 // while flushing: LSN of the oldest byte being flushed
 	flushedLSN uint64 // every byte up to this LSN is stored
 	queued     bool
-	filled     bool // has reached --flush-bytes: a busy key
 	lastActive time.Time
+}
+
+// chunk is at most --flush-bytes of a key's pending lines, whole batches
+// only (a larger batch gets a chunk of its own): a flush takes one chunk,
+// so flushes stay small whatever piles up behind a slow one, and memory
+// held is about the bytes held, not a doubling slice's capacity.
+type chunk struct {
+	data              []byte
+	firstLSN, lastLSN uint64
+	since             time.Time // when its first byte arrived
+}
+
+// due reports whether the key has a chunk to flush now: a full one, more
+// than one, or one whose oldest byte is --flush-interval old.
+func (kb *keyBuf) due(now time.Time, cfg *Config) bool {
+	if len(kb.chunks) == 0 {
+		return false
+	}
+	c := kb.chunks[0]
+	return len(kb.chunks) > 1 || int64(len(c.data)) >= cfg.FlushBytes || now.Sub(c.since) >= cfg.FlushInterval
 }
 
 // Open creates the buffer, replaying the write-ahead log in walDir (with
@@ -205,31 +221,18 @@ func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time
 	// The shard's read lock is held while appending, so eviction (which
 	// takes the write lock) never removes a key that is being written.
 	kb.mu.Lock()
-	if len(kb.data) == 0 {
-		kb.firstLSN = lsn
-		kb.since = now
-		if kb.data == nil {
-			if kb.spare != nil {
-				kb.data, kb.spare = kb.spare[:0], nil
-			} else {
-				// A key that has filled a buffer before gets a whole one
-				// up front rather than regrowing it by doubling; a slow key
-				// does not reserve that much.
-				size := int64(max(4*len(data), 64<<10))
-				if kb.filled {
-					size = b.cfg.FlushBytes + b.cfg.FlushBytes/8
-				}
-				kb.data = make([]byte, 0, min(size, b.cfg.FlushBytes+b.cfg.FlushBytes/8))
-			}
-		}
+	var last *chunk
+	if n := len(kb.chunks); n > 0 {
+		last = kb.chunks[n-1]
 	}
-	kb.data = append(kb.data, data...)
-	kb.lastLSN = lsn
+	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.cfg.FlushBytes) {
+		last = &chunk{data: b.chunkBuffer(len(data), last != nil), firstLSN: lsn, since: now}
+		kb.chunks = append(kb.chunks, last)
+	}
+	last.data = append(last.data, data...)
+	last.lastLSN = lsn
 	kb.lastActive = now
-	if int64(len(kb.data)) >= b.cfg.FlushBytes {
-		kb.filled = true
-	}
-	enqueue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued && !kb.flushing
+	enqueue := !kb.queued && !kb.flushing && kb.due(now, &b.cfg)
 	if enqueue {
 		kb.queued = true
 	}
@@ -237,6 +240,31 @@ func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time
 	sh.mu.RUnlock()
 	if enqueue {
 		b.enqueue(kb)
+	}
+}
+
+// chunkBuffer returns an empty buffer for a new chunk. A key that has
+// filled a chunk before (full) gets a whole one, from a pool of flushed
+// ones; a slow key starts small rather than reserve --flush-bytes.
+func (b *Buffer) chunkBuffer(first int, full bool) []byte {
+	size := int(b.cfg.FlushBytes)
+	if first > size {
+		return make([]byte, 0, first)
+	}
+	if full {
+		if p, ok := b.chunks.Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+		return make([]byte, 0, size)
+	}
+	return make([]byte, 0, min(size, max(4*first, 64<<10)))
+}
+
+// recycle keeps a flushed chunk's buffer for reuse when it is full size.
+func (b *Buffer) recycle(buf []byte) {
+	if int64(cap(buf)) == b.cfg.FlushBytes {
+		buf = buf[:0]
+		b.chunks.Put(&buf)
 	}
 }
 
@@ -334,8 +362,8 @@ func (b *Buffer) Close(ctx context.Context) error {
 		pending := 0
 		b.forEach(func(kb *keyBuf) {
 			kb.mu.Lock()
-			busy := len(kb.data) > 0 || kb.flushing
-			queue := len(kb.data) > 0 && !kb.queued && !kb.flushing
+			busy := len(kb.chunks) > 0 || kb.flushing
+			queue := len(kb.chunks) > 0 && !kb.queued && !kb.flushing
 			if queue {
 				kb.queued = true
 			}

@@ -347,3 +347,51 @@ func (discardSink) Flush(_ context.Context, _ string, data []byte, journal func(
 	return len(data), journal(nil)
 }
 func (discardSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
+
+// TestFlushesStayChunked: while a key's flush is stuck, what arrives piles
+// up in chunks of at most --flush-bytes, and each later flush takes one.
+func TestFlushesStayChunked(t *testing.T) {
+	sink := &sizeSink{release: make(chan struct{})}
+	cfg := testConfig(AckMemory)
+	cfg.FlushBytes, cfg.BufferBytes = 4096, 1<<20
+	b, _ := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, nil, quiet)
+	for i := 0; i < 4000; i += 100 {
+		addLines(t, b, "k", i, i+100) // ~1.3 KB a batch, ~52 KB in all
+	}
+	close(sink.release)
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if got := string(sink.all); got != wantLines("k", 0, 4000) {
+		t.Fatal("chunked flushes did not store every line in order")
+	}
+	for _, n := range sink.sizes {
+		if n > int(cfg.FlushBytes) {
+			t.Fatalf("a flush of %d bytes, over --flush-bytes %d: %v", n, cfg.FlushBytes, sink.sizes)
+		}
+	}
+	if len(sink.sizes) < 10 {
+		t.Fatalf("flush sizes %v: want the backlog flushed in several chunks", sink.sizes)
+	}
+}
+
+// sizeSink blocks until release is closed, then records each flush's size.
+type sizeSink struct {
+	mu      sync.Mutex
+	release chan struct{}
+	sizes   []int
+	all     []byte
+}
+
+func (s *sizeSink) Flush(_ context.Context, _ string, data []byte, _ func([]byte) error) (int, error) {
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizes = append(s.sizes, len(data))
+	s.all = append(s.all, data...)
+	return len(data), nil
+}
+
+func (s *sizeSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }

@@ -45,12 +45,11 @@ func (b *Buffer) schedule(now time.Time) {
 		sh.mu.RLock()
 		for full, kb := range sh.keys {
 			kb.mu.Lock()
-			due := len(kb.data) > 0 && !kb.queued && !kb.flushing &&
-				(now.Sub(kb.since) >= b.cfg.FlushInterval || int64(len(kb.data)) >= b.cfg.FlushBytes)
+			due := !kb.queued && !kb.flushing && kb.due(now, &b.cfg)
 			if due {
 				kb.queued = true
 			}
-			idle := len(kb.data) == 0 && !kb.flushing && !kb.queued && now.Sub(kb.lastActive) > evictAfter
+			idle := len(kb.chunks) == 0 && !kb.flushing && !kb.queued && now.Sub(kb.lastActive) > evictAfter
 			kb.mu.Unlock()
 			if due {
 				b.enqueue(kb)
@@ -66,7 +65,7 @@ func (b *Buffer) schedule(now time.Time) {
 			for _, full := range evict {
 				kb := sh.keys[full]
 				kb.mu.Lock()
-				if len(kb.data) == 0 && !kb.flushing && !kb.queued {
+				if len(kb.chunks) == 0 && !kb.flushing && !kb.queued {
 					delete(sh.keys, full)
 				}
 				kb.mu.Unlock()
@@ -88,8 +87,8 @@ func (b *Buffer) truncateWAL() {
 		if kb.flushing && kb.flushFrom < keep {
 			keep = kb.flushFrom
 		}
-		if len(kb.data) > 0 && kb.firstLSN < keep {
-			keep = kb.firstLSN
+		if len(kb.chunks) > 0 && kb.chunks[0].firstLSN < keep {
+			keep = kb.chunks[0].firstLSN
 		}
 		kb.mu.Unlock()
 	})
@@ -113,15 +112,15 @@ func (b *Buffer) worker(stream Stream) {
 func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.mu.Lock()
 	kb.queued = false
-	if kb.flushing || len(kb.data) == 0 {
+	if kb.flushing || len(kb.chunks) == 0 {
 		kb.mu.Unlock()
 		return
 	}
-	data := kb.data
-	kb.data = nil
-	upTo := kb.lastLSN
-	kb.flushFrom = kb.firstLSN
-	kb.firstLSN = 0
+	c := kb.chunks[0]
+	kb.chunks[0] = nil
+	kb.chunks = kb.chunks[1:]
+	data, upTo := c.data, c.lastLSN
+	kb.flushFrom = c.firstLSN
 	kb.flushing = true
 	kb.mu.Unlock()
 
@@ -169,16 +168,12 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.flushing = false
 	kb.flushFrom = 0
 	kb.flushedLSN = upTo
-	// Keep the flushed buffer for the key's next swap, so a busy key
-	// alternates between two buffers instead of regrowing one each time.
-	if kb.spare == nil && cap(data) <= 2*int(b.cfg.FlushBytes)+(1<<20) {
-		kb.spare = data[:0]
-	}
-	requeue := int64(len(kb.data)) >= b.cfg.FlushBytes && !kb.queued
+	requeue := !kb.queued && kb.due(time.Now(), &b.cfg)
 	if requeue {
 		kb.queued = true
 	}
 	kb.mu.Unlock()
+	b.recycle(data)
 	b.budget.release(int64(len(data)))
 	b.flushed.broadcast()
 	if requeue {

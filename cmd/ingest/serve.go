@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -49,6 +50,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -107,6 +109,19 @@ func runServe(args []string) error {
 	case <-ctx.Done():
 	}
 	return shutdown(srv, buf, counters, stopBG, *shutdownTimeout, log)
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit of the memory
+// budgets plus room for everything else, unless GOMEMLIMIT says otherwise.
+// Without it the collector lets the heap grow to twice the live data, so a
+// full buffer (a storage outage) could take twice --buffer-bytes.
+func setMemoryLimit(budgets int64, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	limit := budgets + 96<<20
+	debug.SetMemoryLimit(limit)
+	log.Debug("soft memory limit set", "bytes", limit)
 }
 
 // shutdown stops in order: refuse new work (503), let requests in progress
