@@ -22,7 +22,7 @@ import (
 func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	now := time.Now()
-	q := query.Query{Services: query.ParseServices(string(args.Peek("service")))}
+	q := query.Query{Services: query.ParseServices(string(args.Peek("service"))), Config: s.deps.Query}
 	var err error
 	fromS, toS := string(args.Peek("from")), string(args.Peek("to"))
 	if fromS == "" {

@@ -25,6 +25,7 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/internal/flagutil"
+	"ingest/query"
 	"ingest/tablesink"
 )
 
@@ -70,7 +71,7 @@ type Deps struct {
 	Registry  *prometheus.Registry
 	Log       *slog.Logger
 	Ready     func(ctx context.Context) error // storage reachable
-	BlobRetry time.Duration
+	Query     query.Config                    // memory bounds of GET /v1/logs
 }
 
 // Server is the HTTP server.

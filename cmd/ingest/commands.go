@@ -97,6 +97,8 @@ func runQuery(args []string) error {
 	format := fs.String("format", "lines", "output: lines (as stored) or ndjson")
 	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
 	showStats := fs.Bool("stats", false, "print scan figures to stderr at the end")
+	var qcfg query.Config
+	qcfg.RegisterFlags(fs)
 	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", args); err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func runQuery(args []string) error {
 		return fmt.Errorf("--service is required (a name, a comma list, or *)")
 	}
 	now := time.Now()
-	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit}
+	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit, Config: qcfg}
 	var err error
 	if q.From, err = query.ParseTime(*from, now); err != nil {
 		return fmt.Errorf("bad --from: %w", err)

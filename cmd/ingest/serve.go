@@ -18,6 +18,7 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
+	"ingest/query"
 	"ingest/tablesink"
 )
 
@@ -32,6 +33,8 @@ func runServe(args []string) error {
 	tcfg.RegisterFlags(fs)
 	var hcfg httpapi.Config
 	hcfg.RegisterFlags(fs)
+	var qcfg query.Config
+	qcfg.RegisterFlags(fs)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
 	statsInterval := fs.Duration("stats-interval", 10*time.Second, "how often the per-service counters are merged into the stats table")
@@ -41,7 +44,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg} {
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -84,7 +87,7 @@ func runServe(args []string) error {
 		return err
 	}
 	srv, err := httpapi.New(hcfg, httpapi.Deps{Buffer: buf, Blobs: be.blobs, Logins: logins, Counters: counters,
-		Registry: reg, Log: log, Ready: readyProbe(be.blobs)})
+		Registry: reg, Log: log, Ready: readyProbe(be.blobs), Query: qcfg})
 	if err != nil {
 		return err
 	}
