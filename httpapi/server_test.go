@@ -94,7 +94,10 @@ func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {
 	f.ln = fasthttputil.NewInmemoryListener()
 	f.srv.ln = f.ln
 	go f.srv.Serve()
-	f.client = &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return f.ln.Dial() }}}
+	// A short idle timeout: net/http against an in-process fasthttp server
+	// has been seen to stall until the transport's idle timer fires.
+	f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{IdleConnTimeout: time.Second,
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return f.ln.Dial() }}}
 	t.Cleanup(func() {
 		f.buf.Close(context.Background())
 		f.srv.Shutdown(context.Background())
