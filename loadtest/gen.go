@@ -67,9 +67,6 @@ type template struct {
 
 func (t *template) events() int { return len(t.ends) }
 
-// size returns the body length of the first n events.
-func (t *template) size(n int) int { return int(t.ends[n-1]) }
-
 // corpus is everything generated before the run.
 type corpus struct {
 	runID      string // id prefix of this run, e.g. "lt5k2m9q"
@@ -93,9 +90,6 @@ func (c *corpus) userName(dst []byte, rank int32) []byte {
 	dst = append(dst, "user"...)
 	return appendPadded(dst, uint64(rank), c.userWidth)
 }
-
-// idPrefix returns the part of every id of a stream before the counter.
-func (c *corpus) idPrefix(stream byte) string { return c.runID + "-" + string(stream) }
 
 // appendID appends the id of event seq of a stream.
 func (c *corpus) appendID(dst []byte, stream byte, seq int64) []byte {

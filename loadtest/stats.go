@@ -38,14 +38,13 @@ type outcome struct {
 // stats aggregates outcomes; workers record under one mutex, a few
 // thousand times a second, which costs far less than the requests.
 type stats struct {
-	mu        sync.Mutex
-	all       *hdr.Histogram
-	sec       *hdr.Histogram // the current second
-	cur       SecondStats
-	series    []SecondStats
-	status    map[string]int64
-	totals    totals
-	lastPrint time.Time
+	mu     sync.Mutex
+	all    *hdr.Histogram
+	sec    *hdr.Histogram // the current second
+	cur    SecondStats
+	series []SecondStats
+	status map[string]int64
+	totals totals
 }
 
 type totals struct {

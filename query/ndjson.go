@@ -96,7 +96,7 @@ func appendAttrs(dst, a []byte) ([]byte, bool) {
 // appendCompact appends the well-formed JSON value v without whitespace
 // outside strings, so a value spread over lines cannot break the NDJSON line.
 func appendCompact(dst, v []byte) []byte {
-	if bytes.IndexAny(v, " \t\r\n") < 0 {
+	if !bytes.ContainsAny(v, " \t\r\n") {
 		return append(dst, v...)
 	}
 	inStr, esc := false, false

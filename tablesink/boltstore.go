@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/valyala/fastjson"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // BoltStore is the embedded Store: one bbolt database file, one bucket per
@@ -69,7 +71,7 @@ func (s *BoltStore) CreateTable(_ context.Context, name string) error {
 func (s *BoltStore) DeleteTable(_ context.Context, name string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		err := tx.DeleteBucket(bucketName(name))
-		if err == bolt.ErrBucketNotFound {
+		if errors.Is(err, berrors.ErrBucketNotFound) {
 			return nil
 		}
 		return err
