@@ -258,6 +258,8 @@ func wrapErr(op string, err error) error {
 		kind = ErrTransient
 	case status == 0 && isNetworkError(err):
 		kind = ErrTransient
+	case status == http.StatusBadRequest:
+		kind = ErrRejected
 	}
 	if kind == nil {
 		if code != "" {

@@ -156,7 +156,11 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) }); err != nil {
+			err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) })
+			if errors.Is(err, ErrRejected) {
+				err = s.isolate(ctx, key, day, b)
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -193,6 +197,28 @@ func (s *Sink) parseRecords(table string, data []byte) []Entity {
 		ents = append(ents, e)
 	}
 	return ents
+}
+
+// isolate handles a transaction the service rejected as invalid: one bad
+// entity fails its whole transaction, so each entity is written alone. The
+// good ones are stored; one the service still rejects on its own can never
+// be stored, and is dropped, logged with its keys and counted, rather than
+// retried forever while it holds up the day's other attempts.
+func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Entity) error {
+	for i := range batch {
+		one := batch[i : i+1]
+		err := s.submit(ctx, table, day, 1, 1, func() error { return s.store.Batch(ctx, table, one) })
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrRejected):
+			s.m.dropped.WithLabelValues("rejected").Inc()
+			s.log.Error("dropping a login attempt the table service rejects as invalid", "table", table,
+				"partition_key", one[0].PartitionKey, "row_key", one[0].RowKey, "err", err)
+		default:
+			return err
+		}
+	}
+	return nil
 }
 
 // MultiBatcher is implemented by stores that commit several entity group

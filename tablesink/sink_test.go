@@ -308,3 +308,45 @@ func TestRunMaintainsAtStart(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// rejectingStore refuses, as the service does with HTTP 400, every
+// transaction holding an entity whose RowKey contains bad.
+type rejectingStore struct {
+	Store
+	bad string
+}
+
+func (r *rejectingStore) Batch(ctx context.Context, table string, ents []Entity) error {
+	for _, e := range ents {
+		if strings.Contains(e.RowKey, r.bad) {
+			return fmt.Errorf("400 InvalidInput: %w", ErrRejected)
+		}
+	}
+	return r.Store.Batch(ctx, table, ents)
+}
+
+// TestRejectedEntityIsIsolated: one entity the service will never take does
+// not hold up, nor take down, the others of its transaction.
+func TestRejectedEntityIsIsolated(t *testing.T) {
+	st := &rejectingStore{Store: backends[0].open(t), bad: "poison"}
+	s, err := New(testConfig(), st, prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.now = func() time.Time { return day0 }
+	recs := map[string][]byte{}
+	times := []time.Time{day0, day0.Add(time.Second), day0.Add(2 * time.Second)}
+	appendAttempts(t, s, recs, "erin", times, "ok")
+	appendAttempts(t, s, recs, "erin", times[:1], "poison")
+	key := TableName(dayOf(day0.UnixNano()))
+	if err := s.Flush(context.Background(), key, recs[key]); err != nil {
+		t.Fatalf("Flush with one rejected entity: %v", err)
+	}
+	got, err := s.Tail(context.Background(), "erin", 1, 100)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("Tail = %d attempts, %v; want the 3 good ones", len(got), err)
+	}
+	if n := testutil.ToFloat64(s.m.dropped.WithLabelValues("rejected")); n != 1 {
+		t.Fatalf("rejected entities counted %v, want 1", n)
+	}
+}

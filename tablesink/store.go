@@ -64,6 +64,9 @@ var (
 	ErrExists        = errors.New("entity already exists")
 	ErrPrecondition  = errors.New("entity changed since it was read (ETag mismatch)")
 	ErrTransient     = errors.New("transient storage error")
+	// ErrRejected: the service refuses the input itself (HTTP 400), so
+	// retrying the same entity can never succeed.
+	ErrRejected = errors.New("storage rejected the entity as invalid")
 )
 
 // IsTransient reports an error worth retrying as is: server busy, internal
