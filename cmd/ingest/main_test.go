@@ -437,8 +437,14 @@ func hammer(s *server, service, host, prefix string, workers, batch int, stop <-
 // TestKill9LosesNothing: kill -9 while requests and flushes are under way,
 // twice; after restarts every acknowledged event is in a blob exactly once.
 func TestKill9LosesNothing(t *testing.T) {
+	for _, compression := range []string{"", "zstd"} {
+		t.Run("compression="+compression, func(t *testing.T) { kill9LosesNothing(t, compression) })
+	}
+}
+
+func kill9LosesNothing(t *testing.T, compression string) {
 	dir := t.TempDir()
-	args := []string{"--flush-interval", "30ms", "--flush-bytes", "64KiB"}
+	args := []string{"--flush-interval", "30ms", "--flush-bytes", "64KiB", "--blob-compression", compression}
 	var acked, ackedLogins []string
 	for round := range 2 {
 		s := start(t, dir, args...)
