@@ -33,7 +33,14 @@ type fixture struct {
 	store  *blobsink.FileStore
 	client *http.Client
 	ln     *fasthttputil.InmemoryListener
-	gate   chan struct{} // while open, blob flushes block (storage "down")
+	gateMu sync.Mutex
+	gate   chan struct{} // while set and open, blob flushes block (storage "down")
+}
+
+func (f *fixture) setGate(ch chan struct{}) {
+	f.gateMu.Lock()
+	f.gate = ch
+	f.gateMu.Unlock()
 }
 
 // gatedFlusher blocks flushes while its gate is closed-off, to fill the budget.
@@ -75,8 +82,7 @@ func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{store: store}
-	var mu sync.Mutex
-	flushers := []buffer.Flusher{gatedFlusher{sink, &f.gate, &mu}, loginTestFlusher{logins}}
+	flushers := []buffer.Flusher{gatedFlusher{sink, &f.gate, &f.gateMu}, loginTestFlusher{logins}}
 	if bcfg.Ack == "" {
 		bcfg = buffer.Config{Ack: buffer.AckWAL, FlushInterval: 50 * time.Millisecond, FlushBytes: 1 << 20, BufferBytes: 64 << 20, FlushWorkers: 2, BudgetWait: 10 * time.Millisecond}
 	}
@@ -218,9 +224,9 @@ func TestBackpressure429ThenRecovers(t *testing.T) {
 	bcfg := buffer.Config{Ack: buffer.AckMemory, FlushInterval: 10 * time.Millisecond, FlushBytes: 4096, BufferBytes: 64 << 10, FlushWorkers: 1, BudgetWait: 5 * time.Millisecond}
 	f := newFixture(t, Config{}, bcfg)
 	gate := make(chan struct{})
-	f.gate = gate // storage stalls: nothing is flushed
+	f.setGate(gate) // storage stalls: nothing is flushed
 	var once sync.Once
-	release := func() { once.Do(func() { f.gate = nil; close(gate) }) }
+	release := func() { once.Do(func() { f.setGate(nil); close(gate) }) }
 	t.Cleanup(release)
 	body := bytes.Repeat([]byte(`{"msg":"`+strings.Repeat("x", 200)+`"}`+"\n"), 50)
 	var saw429 bool
