@@ -79,7 +79,10 @@ type writer struct {
 	blocks   int
 	meta     Meta // of everything appended so far
 	metaSent bool // meta is what the store holds
-	used     time.Time
+
+	// Read by other keys' flushes (eviction), so written only under Sink.mu.
+	used      time.Time
+	evictable bool // metaSent as of the last flush: nothing left to write
 }
 
 // NewSink creates a sink over store.
@@ -278,8 +281,8 @@ func (s *Sink) setWriter(key string, ws []*writer, current int) {
 		}
 	}
 	w := ws[current]
-	w.used = time.Now()
 	s.mu.Lock()
+	w.used, w.evictable = time.Now(), w.metaSent
 	s.writers[key] = w
 	s.mu.Unlock()
 }
@@ -291,7 +294,7 @@ func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 	w := s.writers[key]
 	now := time.Now()
 	for k, o := range s.writers {
-		if now.Sub(o.used) > 30*time.Minute && o.metaSent {
+		if now.Sub(o.used) > 30*time.Minute && o.evictable {
 			delete(s.writers, k)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -419,6 +420,35 @@ func TestListTop(t *testing.T) {
 		top, err := store.ListTop(context.Background())
 		if err != nil || strings.Join(top, ",") != "api,web" {
 			t.Errorf("%s: ListTop = %v, %v; want [api web]", name, top, err)
+		}
+	}
+}
+
+// TestConcurrentKeys flushes several keys at once, as the buffer's workers
+// do; run with -race it checks that keys share no unguarded writer state.
+func TestConcurrentKeys(t *testing.T) {
+	store, _ := NewFileStore(t.TempDir())
+	s := newTestSink(t, store, Config{})
+	var wg sync.WaitGroup
+	for k := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc := fmt.Sprintf("svc%d", k)
+			key := HourPrefix(svc, hour)
+			for i := range 20 {
+				if _, err := s.Flush(context.Background(), key, lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo), noJournal); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range 8 {
+		key := HourPrefix(fmt.Sprintf("svc%d", k), hour)
+		if got := bytes.Count(readAll(t, store, BlobName(key, 1, CompressNone)), []byte{'\n'}); got != 100 {
+			t.Fatalf("%s holds %d lines, want 100", key, got)
 		}
 	}
 }
