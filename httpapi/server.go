@@ -64,14 +64,14 @@ func (c *Config) Validate() error {
 
 // Deps are what the server serves from.
 type Deps struct {
-	Buffer    *buffer.Buffer
-	Blobs     blobsink.Store // for queries
-	Logins    *tablesink.Sink
-	Counters  *tablesink.Counters
-	Registry  *prometheus.Registry
-	Log       *slog.Logger
-	Ready     func(ctx context.Context) error // storage reachable
-	Query     query.Config                    // memory bounds of GET /v1/logs
+	Buffer   *buffer.Buffer
+	Blobs    blobsink.Store // for queries
+	Logins   *tablesink.Sink
+	Counters *tablesink.Counters
+	Registry *prometheus.Registry
+	Log      *slog.Logger
+	Ready    func(ctx context.Context) error // storage reachable
+	Query    query.Config                    // memory bounds of GET /v1/logs
 }
 
 // Server is the HTTP server.
