@@ -3,6 +3,8 @@ package intake
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"ingest/logline"
 )
 
 // This file is a small JSON scanner built for the event hot path. It walks
@@ -164,8 +166,6 @@ func hex4(b []byte) (rune, bool) {
 	return v, true
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString appends a string's raw contents (escapes as written) as a
 // valid JSON string literal: escapes are kept when valid and the backslash
 // itself escaped when not, control characters are escaped and invalid
@@ -206,18 +206,7 @@ func appendString(dst, raw []byte, flags uint8) []byte {
 			continue
 		case c < 0x20 || c == '"':
 			dst = append(dst, raw[start:i]...)
-			switch c {
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '"':
-				dst = append(dst, '\\', '"')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			dst = logline.AppendEscape(dst, c)
 			i++
 			start = i
 			continue

@@ -143,6 +143,25 @@ func (s *server) stop() int {
 	return s.cmd.ProcessState.ExitCode()
 }
 
+// getLines GETs path until the answer has want lines (events become
+// readable once flushed), for at most 10 s, and returns the last answer.
+func (s *server) getLines(path string, want int) string {
+	s.t.Helper()
+	var got string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got = string(b); strings.Count(got, "\n") == want {
+			break
+		}
+	}
+	return got
+}
+
 // waitDrained waits until the server has stored everything it accepted
 // (the ingest_buffer_bytes gauge reads 0).
 func (s *server) waitDrained() {
@@ -288,21 +307,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Fatalf("POST with an unknown encoding = %d, want 415", code)
 	}
 	// The events are readable through the query API once flushed.
-	var got string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(s.url + "/v1/logs?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&limit=0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got = string(b)
-		if strings.Count(got, "\n") == 50 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	got := s.getLines("/v1/logs?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&limit=0", 50)
 	if strings.Count(got, "\n") != 50 || !strings.Contains(got, `"id":"e2e-7"`) || !strings.Contains(got, `"n":7`) {
 		t.Fatalf("query returned:\n%s", got)
 	}
@@ -316,22 +321,9 @@ func TestServeEndToEnd(t *testing.T) {
 	if code, body := s.post("/v1/logins", "application/x-ndjson", "", logins); code != 202 || !strings.Contains(body, `"accepted":5`) {
 		t.Fatalf("POST logins = %d %s", code, body)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(s.url + "/v1/logins/alice?limit=3")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got = string(b)
-		if strings.Count(got, "\n") == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET /v1/logins/alice = %q", got)
-		}
-		time.Sleep(50 * time.Millisecond)
+	got = s.getLines("/v1/logins/alice?limit=3", 3)
+	if strings.Count(got, "\n") != 3 {
+		t.Fatalf("GET /v1/logins/alice = %q", got)
 	}
 	if i4, i3, i2 := strings.Index(got, `"att-4"`), strings.Index(got, `"att-3"`), strings.Index(got, `"att-2"`); i4 < 0 || i3 < i4 || i2 < i3 {
 		t.Fatalf("logins not newest first: %s", got)
