@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/admission"
+	"ingest/internal/httperr"
 	"ingest/wal"
 )
 
@@ -32,8 +35,10 @@ type Flusher interface {
 
 // Errors Add returns.
 var (
-	ErrFull   = errors.New("cannot accept the batch: the memory budget is used up, try again shortly or increase --buffer-bytes")
-	ErrClosed = errors.New("cannot accept the batch: shutting down")
+	// ErrFull is wrapped by the 429 refusal Add returns when --buffer-bytes
+	// is used up.
+	ErrFull         = admission.ErrRefused
+	ErrClosed error = &httperr.Error{Status: http.StatusServiceUnavailable, Msg: "cannot accept the batch: shutting down; send to another instance or retry", RetryAfter: time.Second}
 )
 
 const numShards = 16
@@ -49,7 +54,7 @@ type Buffer struct {
 	shards [numShards]shard
 	seed   maphash.Seed
 
-	budget    budget
+	budget    *admission.Budget
 	flushed   notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
 	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
@@ -114,7 +119,7 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 		log = slog.Default()
 	}
 	b := &Buffer{cfg: cfg, flushers: flushers, log: log, seed: maphash.MakeSeed(), stop: make(chan struct{})}
-	b.budget.limit = cfg.BufferBytes
+	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
 	for i := range b.shards {
 		b.shards[i].keys = make(map[string]*keyBuf)
@@ -162,10 +167,10 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	if n == 0 {
 		return nil
 	}
-	if !b.budget.acquire(ctx, n, b.cfg.BudgetWait) {
+	if err := b.budget.Acquire(ctx, n, b.cfg.BudgetWait); err != nil {
 		b.lastFull.Store(time.Now().UnixNano())
 		b.met.full.Inc()
-		return ErrFull
+		return err
 	}
 	if b.wal == nil {
 		b.insert(batch, b.memLSN.Add(1))
@@ -181,7 +186,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		b.payloads.Put(p)
 	}
 	if err != nil {
-		b.budget.release(n)
+		b.budget.Release(n)
 		if errors.Is(err, wal.ErrClosed) {
 			return ErrClosed
 		}
@@ -324,13 +329,13 @@ func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
 }
 
 // Used is the number of bytes held against the budget.
-func (b *Buffer) Used() int64 { return b.budget.used.Load() }
+func (b *Buffer) Used() int64 { return b.budget.Used() }
 
 // Full reports, for readiness, whether the budget is nearly used up (90%)
 // or refused a batch in the last second: a load balancer should send
 // elsewhere while requests are failing.
 func (b *Buffer) Full() bool {
-	return b.budget.used.Load() >= b.budget.limit-b.budget.limit/10 ||
+	return b.budget.Used() >= b.budget.Limit()-b.budget.Limit()/10 ||
 		time.Since(time.Unix(0, b.lastFull.Load())) < time.Second
 }
 

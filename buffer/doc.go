@@ -24,7 +24,8 @@
 //
 // Memory is bounded by --buffer-bytes: Add reserves its batch's size and a
 // flush releases it; when the budget is used up, Add waits briefly and then
-// fails with ErrFull, which the HTTP layer answers with 429 and Retry-After.
+// fails with a 429 refusal (package admission; errors.Is ErrFull) that the
+// HTTP layer answers with Retry-After.
 //
 // Performance: with --ack wal, one goroutine (the WAL writer) inserts every
 // durable batch into the key buffers in log order; inserting is a memcpy per

@@ -174,7 +174,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	}
 	kb.mu.Unlock()
 	b.recycle(data)
-	b.budget.release(int64(len(data)))
+	b.budget.Release(int64(len(data)))
 	b.flushed.broadcast()
 	if requeue {
 		b.enqueue(kb)

@@ -132,7 +132,7 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 			if len(c.data) == 0 {
 				continue
 			}
-			b.budget.force(int64(len(c.data)))
+			b.budget.Force(int64(len(c.data)))
 			b.appendKey(p.stream, []byte(p.key), c.data, c.lsn, now)
 			bytes += len(c.data)
 		}

@@ -9,9 +9,11 @@
 //	GET  /healthz, /readyz, /metrics
 //
 // A request's body is read through a byte budget for bodies in flight
-// (--max-inflight-bytes), decompressed under --max-decompressed-bytes,
+// (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive
+// rather than for what Content-Length declares, decompressed under --max-decompressed-bytes,
 // parsed line by line (a bad line is reported with its number and skipped),
 // encoded straight into the batch's per-key line buffers, and added to the
 // buffer, which answers when the batch is as safe as --ack says. Errors
-// carry their HTTP status to one place, writeError.
+// are *httperr.Error values carrying their HTTP status (and Retry-After) to
+// one place, writeError; any other error is a 500.
 package httpapi

@@ -1,36 +1,24 @@
 package httpapi
 
 import (
-	"errors"
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"ingest/intake"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
-// httpError is an error with the status to answer it with.
-type httpError struct {
-	status int
-	msg    string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-// writeError turns any error into a response: the one place statuses are chosen.
+// writeError turns any error into a response: the one place statuses are
+// chosen. An *httperr.Error answers with its status (and Retry-After when
+// it carries one; a 429 or 503 always does), anything else with 500.
 func writeError(ctx *fasthttp.RequestCtx, err error) {
-	status := fasthttp.StatusInternalServerError
-	var he *httpError
-	var se *intake.StatusError
-	switch {
-	case errors.As(err, &he):
-		status = he.status
-	case errors.As(err, &se):
-		status = se.Status
-	}
-	if status == fasthttp.StatusTooManyRequests || status == fasthttp.StatusServiceUnavailable {
-		ctx.Response.Header.Set("Retry-After", "1")
+	status := httperr.StatusOf(err)
+	retry := httperr.RetryAfterOf(err)
+	if retry > 0 || status == fasthttp.StatusTooManyRequests || status == fasthttp.StatusServiceUnavailable {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
@@ -39,3 +27,5 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	b = strconv.AppendInt(b, int64(status), 10)
 	ctx.SetBody(append(b, "}\n"...))
 }
+
+var errShuttingDown = &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: "cannot accept the request: shutting down; send to another instance or retry", RetryAfter: time.Second}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"ingest/buffer"
 	"ingest/intake"
+	"ingest/internal/httperr"
 	"ingest/logline"
 	"ingest/tablesink"
 )
@@ -66,10 +67,17 @@ func (st *reqState) reset() {
 	}
 }
 
+// inflightWait is how long a request waits for --max-inflight-bytes to
+// free up before it is refused with 429.
+const inflightWait = 100 * time.Millisecond
+
+// readStep is how much body a request reads, and reserves, at a time.
+const readStep = 64 << 10
+
 // ingest handles POST /v1/logs[/{service}] and POST /v1/logins.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	if s.closing.Load() {
-		writeError(ctx, &httpError{fasthttp.StatusServiceUnavailable, "shutting down: send to another instance or retry"})
+		writeError(ctx, errShuttingDown)
 		return
 	}
 	s.active.Add(1)
@@ -79,23 +87,16 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	st.reset()
 	defer statePool.Put(st)
 
-	// Reserve memory for the body before reading it.
-	reserved := int64(ctx.Request.Header.ContentLength())
-	if reserved < 0 { // chunked: reserve the most it may be
-		reserved = s.cfg.MaxBodyBytes
-	}
-	if reserved > s.cfg.MaxBodyBytes {
-		writeError(ctx, &httpError{fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("body of %d bytes is over --max-body-bytes (%d)", reserved, s.cfg.MaxBodyBytes)})
+	if n := int64(ctx.Request.Header.ContentLength()); n > s.cfg.MaxBodyBytes {
+		writeError(ctx, httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept a body of %d bytes: it is over --max-body-bytes (%d)", n, s.cfg.MaxBodyBytes))
 		return
 	}
-	if !s.inflight.acquire(reserved, 100*time.Millisecond) {
-		s.met.inflightFull.Inc()
-		writeError(ctx, &httpError{fasthttp.StatusTooManyRequests, "too many request bytes in flight: retry shortly, or raise --max-inflight-bytes"})
-		return
-	}
-	defer func() { s.inflight.release(reserved) }()
-
-	body, err := s.readBody(ctx, st)
+	// Memory is reserved against --max-inflight-bytes as the body arrives,
+	// never for what a header declares: a stalled upload holds only what it
+	// sent, and its connection, not everyone's budget.
+	var held int64
+	defer func() { s.inflight.Release(held) }()
+	body, err := s.readBody(ctx, st, &held)
 	if err != nil {
 		writeError(ctx, err)
 		return
@@ -108,22 +109,17 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 			return
 		}
 		// The decoded body is held too: count it, or refuse.
-		extra := int64(len(st.decoded))
-		if !s.inflight.acquire(extra, 100*time.Millisecond) {
-			s.met.inflightFull.Inc()
-			writeError(ctx, &httpError{fasthttp.StatusTooManyRequests, "too many request bytes in flight: retry shortly, or raise --max-inflight-bytes"})
+		if err := s.reserve(ctx, &held, int64(len(st.decoded))); err != nil {
+			writeError(ctx, err)
 			return
 		}
-		reserved += extra
 		body = st.decoded
 	}
 	// The encoded lines about match the decoded body in size: count them too.
-	if !s.inflight.acquire(int64(len(body)), 100*time.Millisecond) {
-		s.met.inflightFull.Inc()
-		writeError(ctx, &httpError{fasthttp.StatusTooManyRequests, "too many request bytes in flight: retry shortly, or raise --max-inflight-bytes"})
+	if err := s.reserve(ctx, &held, int64(len(body))); err != nil {
+		writeError(ctx, err)
 		return
 	}
-	reserved += int64(len(body))
 	format, err := intake.DetectFormat(string(ctx.Request.Header.ContentType()), body, !logins)
 	if err != nil {
 		writeError(ctx, err)
@@ -150,12 +146,6 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		return
 	}
 	if err := s.deps.Buffer.Add(context.Background(), &st.batch); err != nil {
-		switch {
-		case errors.Is(err, buffer.ErrFull):
-			err = &httpError{fasthttp.StatusTooManyRequests, err.Error()}
-		case errors.Is(err, buffer.ErrClosed):
-			err = &httpError{fasthttp.StatusServiceUnavailable, err.Error()}
-		}
 		writeError(ctx, err)
 		return
 	}
@@ -174,39 +164,62 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
 }
 
-// readBody reads the request body under --max-body-bytes.
-func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *reqState) ([]byte, error) {
+// reserve adds n bytes to the request's share of --max-inflight-bytes
+// (held), or returns the 429 refusal.
+func (s *Server) reserve(ctx context.Context, held *int64, n int64) error {
+	if err := s.inflight.Acquire(ctx, n, inflightWait); err != nil {
+		s.met.inflightFull.Inc()
+		return err
+	}
+	*held += n
+	return nil
+}
+
+// readBody reads the request body under --max-body-bytes, reserving
+// --max-inflight-bytes a step at a time for bytes that have arrived. The
+// buffer grows as the body does: a declared Content-Length is a limit to
+// check, not memory to set aside.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *reqState, held *int64) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
 	r := ctx.RequestBodyStream()
 	if r == nil {
-		return ctx.Request.Body(), nil
+		body := ctx.Request.Body()
+		return body, s.reserve(ctx, held, int64(len(body)))
 	}
-	limit := s.cfg.MaxBodyBytes
+	tooLarge := func() error {
+		return httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept the body: it is over --max-body-bytes (%d)", limit)
+	}
+	declared := ctx.Request.Header.ContentLength()
 	buf := st.body[:0]
-	if n := ctx.Request.Header.ContentLength(); n > 0 && int64(n) <= limit && cap(buf) < n {
-		buf = make([]byte, 0, n)
-	}
-	for {
+	defer func() { st.body = buf[:0] }()
+	for declared < 0 || len(buf) < declared {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			grow := max(cap(buf), readStep)
+			if declared > 0 {
+				grow = min(grow, declared-len(buf))
+			}
+			buf = slices.Grow(buf, grow)
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):min(cap(buf), len(buf)+readStep)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			st.body = buf[:0]
-			return nil, &httpError{fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("body is over --max-body-bytes (%d)", limit)}
+			return nil, tooLarge()
+		}
+		if lack := int64(len(buf)) - *held; lack > 0 {
+			if err := s.reserve(ctx, held, (lack+readStep-1)/readStep*readStep); err != nil {
+				return nil, err
+			}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			st.body = buf[:0]
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				return nil, &httpError{fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("body is over --max-body-bytes (%d)", limit)}
+				return nil, tooLarge()
 			}
-			return nil, &httpError{fasthttp.StatusBadRequest, "cannot read the body: " + err.Error()}
+			return nil, httperr.New(fasthttp.StatusBadRequest, "cannot read the body: %v", err)
 		}
 	}
-	st.body = buf
 	return buf, nil
 }
 

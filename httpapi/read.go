@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ingest/internal/httperr"
 	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"
@@ -32,17 +33,17 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 		toS = "now"
 	}
 	if q.From, err = query.ParseTime(fromS, now); err != nil {
-		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad from: " + err.Error()})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad from: " + err.Error()})
 		return
 	}
 	if q.To, err = query.ParseTime(toS, now); err != nil {
-		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad to: " + err.Error()})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad to: " + err.Error()})
 		return
 	}
 	if lv := args.Peek("level"); len(lv) > 0 {
 		l, ok := logline.ParseLevel(lv)
 		if !ok {
-			writeError(ctx, &httpError{fasthttp.StatusBadRequest, fmt.Sprintf("unknown level %q", lv)})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("unknown level %q", lv)})
 			return
 		}
 		q.Level = l
@@ -50,18 +51,18 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 	q.Text = string(args.Peek("q"))
 	if g := args.Peek("grep"); len(g) > 0 {
 		if q.Grep, err = regexp.Compile(string(g)); err != nil {
-			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad grep: " + err.Error()})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad grep: " + err.Error()})
 			return
 		}
 	}
 	if l := args.Peek("limit"); len(l) > 0 {
 		if q.Limit, err = strconv.Atoi(string(l)); err != nil || q.Limit < 0 {
-			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad limit: want a number >= 0"})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad limit: want a number >= 0"})
 			return
 		}
 	}
 	if err := q.Validate(); err != nil {
-		writeError(ctx, &httpError{fasthttp.StatusBadRequest, err.Error()})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: err.Error()})
 		return
 	}
 	withStats := string(args.Peek("stats")) == "1"
@@ -94,19 +95,19 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	user, err := url.PathUnescape(string(ctx.Path()[len("/v1/logins/"):]))
 	if err != nil || user == "" {
-		writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad user in path"})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad user in path"})
 		return
 	}
 	days, limit := 7, 100
 	if v := ctx.QueryArgs().Peek("days"); len(v) > 0 {
 		if days, err = strconv.Atoi(string(v)); err != nil || days <= 0 {
-			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad days: want a number > 0"})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad days: want a number > 0"})
 			return
 		}
 	}
 	if v := ctx.QueryArgs().Peek("limit"); len(v) > 0 {
 		if limit, err = strconv.Atoi(string(v)); err != nil || limit <= 0 {
-			writeError(ctx, &httpError{fasthttp.StatusBadRequest, "bad limit: want a number > 0"})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad limit: want a number > 0"})
 			return
 		}
 	}
@@ -114,7 +115,7 @@ func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	attempts, err := s.deps.Logins.Tail(c, user, days, limit)
 	if err != nil {
-		writeError(ctx, &httpError{fasthttp.StatusServiceUnavailable, "cannot read login attempts: " + err.Error()})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: "cannot read login attempts: " + err.Error()})
 		return
 	}
 	ctx.SetContentType("application/x-ndjson")

@@ -22,9 +22,11 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 	"github.com/valyala/fasthttp/pprofhandler"
 
+	"ingest/admission"
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/internal/flagutil"
+	"ingest/internal/httperr"
 	"ingest/query"
 	"ingest/tablesink"
 )
@@ -80,7 +82,7 @@ type Server struct {
 	deps     Deps
 	tokens   [][]byte
 	srv      *fasthttp.Server
-	inflight inflight
+	inflight *admission.Budget
 	closing  atomic.Bool
 	active   sync.WaitGroup
 	met      *metrics
@@ -97,7 +99,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps}
-	s.inflight.limit = cfg.MaxInflightBytes
+	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
 	if cfg.TokensFile != "" {
 		toks, err := readTokens(cfg.TokensFile)
 		if err != nil {
@@ -230,7 +232,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case s.cfg.Pprof && bytes.HasPrefix(path, []byte("/debug/pprof")):
 		route = "pprof"
 		if !s.authorized(ctx) {
-			writeError(ctx, &httpError{fasthttp.StatusUnauthorized, "missing or unknown bearer token"})
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token"})
 			return
 		}
 		pprofhandler.PprofHandler(ctx)
@@ -239,12 +241,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	isLogs := string(path) == "/v1/logs" || bytes.HasPrefix(path, []byte("/v1/logs/"))
 	isLogins := string(path) == "/v1/logins" || bytes.HasPrefix(path, []byte("/v1/logins/"))
 	if !isLogs && !isLogins {
-		writeError(ctx, &httpError{fasthttp.StatusNotFound, fmt.Sprintf("no route for %s %s", method, path)})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: fmt.Sprintf("no route for %s %s", method, path)})
 		return
 	}
 	if !s.authorized(ctx) {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ingest"`)
-		writeError(ctx, &httpError{fasthttp.StatusUnauthorized, "missing or unknown bearer token"})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token"})
 		return
 	}
 	switch {
@@ -262,7 +264,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.queryLogins(ctx)
 	default:
 		ctx.Response.Header.Set("Allow", "GET, POST")
-		writeError(ctx, &httpError{fasthttp.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", method, path)})
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", method, path)})
 	}
 }
 

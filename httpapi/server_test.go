@@ -33,6 +33,7 @@ type fixture struct {
 	store  *blobsink.FileStore
 	client *http.Client
 	ln     *fasthttputil.InmemoryListener
+	addr   string // with newTCPFixture: the loopback address served
 	gateMu sync.Mutex
 	gate   chan struct{} // while set and open, blob flushes block (storage "down")
 }
@@ -61,6 +62,18 @@ func (g gatedFlusher) Flush(ctx context.Context, key string, data []byte, j func
 }
 
 func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {
+	t.Helper()
+	return newFixtureOn(t, cfg, bcfg, false)
+}
+
+// newTCPFixture serves on a loopback TCP port (f.addr), for tests that need
+// real connections: stalled uploads, slow headers, read timeouts.
+func newTCPFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {
+	t.Helper()
+	return newFixtureOn(t, cfg, bcfg, true)
+}
+
+func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := blobsink.NewFileStore(filepath.Join(dir, "blobs"))
@@ -97,13 +110,25 @@ func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.ln = fasthttputil.NewInmemoryListener()
-	f.srv.ln = f.ln
+	if tcp {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.srv.ln, f.addr = ln, ln.Addr().String()
+		f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{IdleConnTimeout: time.Second,
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "tcp", f.addr)
+			}}}
+	} else {
+		f.ln = fasthttputil.NewInmemoryListener()
+		f.srv.ln = f.ln
+		// A short idle timeout: net/http against an in-process fasthttp server
+		// has been seen to stall until the transport's idle timer fires.
+		f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{IdleConnTimeout: time.Second,
+			DialContext: func(context.Context, string, string) (net.Conn, error) { return f.ln.Dial() }}}
+	}
 	go f.srv.Serve()
-	// A short idle timeout: net/http against an in-process fasthttp server
-	// has been seen to stall until the transport's idle timer fires.
-	f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{IdleConnTimeout: time.Second,
-		DialContext: func(context.Context, string, string) (net.Conn, error) { return f.ln.Dial() }}}
 	t.Cleanup(func() {
 		f.buf.Close(context.Background())
 		f.srv.Shutdown(context.Background())

@@ -3,6 +3,7 @@ package intake
 import (
 	"bytes"
 	"errors"
+	"ingest/internal/httperr"
 	"io"
 	"net/http"
 	"strings"
@@ -26,10 +27,10 @@ const MaxZstdWindow = 32 << 20
 // case-insensitive) to dst and returns the extended slice.
 //
 // The decoded size is limited to maxBytes (no limit when maxBytes <= 0):
-// past it Decompress stops decoding and returns a 413 *StatusError. The
+// past it Decompress stops decoding and returns a 413 *httperr.Error. The
 // output grows step by step and never past the limit, so a gzip bomb costs
 // at most about twice maxBytes (old and new buffer while one grows), and
-// nothing more when dst already has room. An unknown encoding is a 415 *StatusError, corrupt data a 400.
+// nothing more when dst already has room. An unknown encoding is a 415 *httperr.Error, corrupt data a 400.
 //
 // "deflate" accepts both the zlib-wrapped stream RFC 9110 specifies and the
 // raw deflate many clients send. "snappy" accepts the framed stream format
@@ -73,12 +74,12 @@ func knownEncoding(enc string) bool {
 	return false
 }
 
-func tooLarge(maxBytes int) *StatusError {
+func tooLarge(maxBytes int) *httperr.Error {
 	return errorf(http.StatusRequestEntityTooLarge,
 		"cannot decode body: decompressed body is larger than --max-decompressed-bytes (%d bytes)", maxBytes)
 }
 
-func corrupt(enc string, err error) *StatusError {
+func corrupt(enc string, err error) *httperr.Error {
 	return errorf(http.StatusBadRequest, "cannot decode %s body: %v", enc, err)
 }
 

@@ -3,6 +3,7 @@ package intake
 import (
 	"bytes"
 	"encoding/binary"
+	"ingest/internal/httperr"
 	"io"
 	"runtime"
 	"strings"
@@ -74,7 +75,7 @@ func TestDecompressRoundTrip(t *testing.T) {
 			}
 		}
 		// One byte less than the decoded size is over the limit.
-		if _, err := Decompress(nil, body, tc.header, len(data)-1); StatusOf(err) != 413 ||
+		if _, err := Decompress(nil, body, tc.header, len(data)-1); httperr.StatusOf(err) != 413 ||
 			!strings.Contains(err.Error(), "--max-decompressed-bytes") {
 			t.Fatalf("%s with a limit one byte short: %v, want a 413 naming the flag", tc.enc, err)
 		}
@@ -87,7 +88,7 @@ func TestDecompressIdentity(t *testing.T) {
 		if err != nil || string(out) != "abc" {
 			t.Fatalf("%q: %q %v", enc, out, err)
 		}
-		if _, err := Decompress(nil, []byte("abcd"), enc, 3); StatusOf(err) != 413 {
+		if _, err := Decompress(nil, []byte("abcd"), enc, 3); httperr.StatusOf(err) != 413 {
 			t.Fatalf("%q over the limit: %v, want 413", enc, err)
 		}
 	}
@@ -111,7 +112,7 @@ func TestDecompressErrors(t *testing.T) {
 		{"\x05ab", "snappy", 400}, // block shorter than it claims
 	} {
 		_, err := Decompress(nil, []byte(tc.body), tc.enc, 1<<20)
-		if StatusOf(err) != tc.status {
+		if httperr.StatusOf(err) != tc.status {
 			t.Errorf("Decompress(%q, %q) = %v, want status %d", tc.body, tc.enc, err, tc.status)
 		}
 	}
@@ -160,7 +161,7 @@ func TestDecompressBomb(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := Decompress(nil, body, enc, limit)
 		runtime.ReadMemStats(&after)
-		if StatusOf(err) != 413 {
+		if httperr.StatusOf(err) != 413 {
 			t.Fatalf("%s bomb (%d bytes -> 1 GiB): %v, want 413", enc, len(body), err)
 		}
 		// Everything allocated while decoding, the garbage of each growth
@@ -178,7 +179,7 @@ func TestDecompressBomb(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := Decompress(nil, block, "snappy", limit)
 	runtime.ReadMemStats(&after)
-	if StatusOf(err) != 413 || after.TotalAlloc-before.TotalAlloc > 1<<20 {
+	if httperr.StatusOf(err) != 413 || after.TotalAlloc-before.TotalAlloc > 1<<20 {
 		t.Fatalf("snappy block claiming 1 GiB: %v after %d bytes allocated, want an immediate 413", err, after.TotalAlloc-before.TotalAlloc)
 	}
 }
@@ -199,7 +200,7 @@ func FuzzDecompress(f *testing.F) {
 		const limit = 1 << 16
 		out, err := Decompress(nil, body, encs[int(e)%len(encs)], limit)
 		if err != nil {
-			if s := StatusOf(err); s != 400 && s != 413 && s != 415 {
+			if s := httperr.StatusOf(err); s != 400 && s != 413 && s != 415 {
 				t.Fatalf("error %v has status %d", err, s)
 			}
 			return

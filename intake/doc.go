@@ -13,7 +13,7 @@
 //	intake.PutParser(p)
 //	// 202 with res.AppendJSON(nil), or 400 when res.Accepted == 0 && res.Rejected > 0
 //
-// Every error is a *StatusError carrying the HTTP status to answer with:
+// Every error is a *httperr.Error carrying the HTTP status to answer with:
 // 413 for a body that decompresses past the limit, 415 for an unknown
 // encoding or content type, 400 for a body that is broken as a whole. A bad
 // line is not an error: it is counted, listed with its 1-based line number

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"ingest/intake"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -15,7 +16,7 @@ not json
 `)
 	f, err := intake.DetectFormat("application/x-ndjson", body, true)
 	if err != nil {
-		panic(err) // a *intake.StatusError: answer with its Status
+		panic(err) // a *httperr.Error: answer with its Status
 	}
 	p := intake.GetParser()
 	defer intake.PutParser(p)
@@ -39,7 +40,7 @@ func ExampleDecompress() {
 	raw, err := intake.Decompress(nil, []byte("plain body"), "identity", 1<<20)
 	fmt.Printf("%s %v\n", raw, err)
 	_, err = intake.Decompress(nil, []byte("x"), "br", 1<<20)
-	fmt.Println(intake.StatusOf(err), err)
+	fmt.Println(httperr.StatusOf(err), err)
 	// Output:
 	// plain body <nil>
 	// 415 cannot decode body: unknown Content-Encoding "br"; use gzip, zstd, deflate, snappy or identity

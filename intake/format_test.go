@@ -1,6 +1,9 @@
 package intake
 
-import "testing"
+import (
+	"ingest/internal/httperr"
+	"testing"
+)
 
 func TestDetectFormat(t *testing.T) {
 	otlpJSON := `{"resourceLogs":[]}`
@@ -39,7 +42,7 @@ func TestDetectFormat(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := DetectFormat(tt.ct, []byte(tt.body), tt.otlp)
-		if StatusOf(err) != max(tt.status, 200) || got != tt.want {
+		if httperr.StatusOf(err) != max(tt.status, 200) || got != tt.want {
 			t.Errorf("DetectFormat(%q, %q, %v) = %v, %v; want %v, status %d", tt.ct, tt.body, tt.otlp, got, err, tt.want, tt.status)
 		}
 	}

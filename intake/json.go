@@ -18,7 +18,7 @@ import (
 // A bad line is counted in Result.Rejected, listed with its number (the
 // first MaxErrors of them) and skipped; it never sinks the batch. Only a
 // problem with the whole body (an unterminated JSON array, an undecodable
-// OTLP request) returns an error, a *StatusError, and then emit has not
+// OTLP request) returns an error, a *httperr.Error, and then emit has not
 // been called.
 func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline.Event)) (Result, error) {
 	p.begin(&d)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -119,7 +120,7 @@ func TestJSONArrayFraming(t *testing.T) {
 		emitted := 0
 		_, err := p.ParseLogs([]byte(body), FormatJSONArray, Defaults{Now: now}, func(*logline.Event) { emitted++ })
 		PutParser(p)
-		if StatusOf(err) != 400 || emitted != 0 {
+		if httperr.StatusOf(err) != 400 || emitted != 0 {
 			t.Errorf("%s: err=%v emitted=%d, want a 400 and nothing emitted", body, err, emitted)
 		}
 	}
@@ -246,7 +247,7 @@ func BenchmarkParseLogsJSONArray(b *testing.B) {
 func checkResult(t *testing.T, res Result, err error, emitted int) {
 	t.Helper()
 	if err != nil {
-		if s := StatusOf(err); s != 400 && s != 415 {
+		if s := httperr.StatusOf(err); s != 400 && s != 415 {
 			t.Fatalf("error %v has status %d", err, s)
 		}
 		if emitted != 0 {

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"fmt"
+	"ingest/internal/httperr"
 	"strings"
 	"testing"
 )
@@ -73,11 +74,11 @@ func TestLoginsArrayAndFormats(t *testing.T) {
 		t.Fatalf("%v %+v %v", err, res, logins)
 	}
 	for _, f := range []Format{FormatText, FormatOTLPJSON, FormatOTLPProto} {
-		if _, _, err := parseLogins(t, `{"user":"a"}`, f); StatusOf(err) != 415 {
+		if _, _, err := parseLogins(t, `{"user":"a"}`, f); httperr.StatusOf(err) != 415 {
 			t.Errorf("logins as %s: %v, want a 415", f, err)
 		}
 	}
-	if _, _, err := parseLogins(t, `[{"user":"a"}`, FormatJSONArray); StatusOf(err) != 400 {
+	if _, _, err := parseLogins(t, `[{"user":"a"}`, FormatJSONArray); httperr.StatusOf(err) != 400 {
 		t.Errorf("broken array: %v, want a 400", err)
 	}
 }

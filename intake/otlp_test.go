@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -149,7 +150,7 @@ func TestOTLPErrors(t *testing.T) {
 		{`{"resourceLogs":[{"scopeLogs":"nope"}]}`, FormatOTLPJSON},
 		{`{"resourceLogs":`, FormatOTLPJSON},
 	} {
-		if _, _, err := parseAll(t, tc.body, tc.f, Defaults{Now: now}); StatusOf(err) != 400 {
+		if _, _, err := parseAll(t, tc.body, tc.f, Defaults{Now: now}); httperr.StatusOf(err) != 400 {
 			t.Errorf("%q: %v, want a 400", tc.body, err)
 		}
 	}

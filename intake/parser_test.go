@@ -166,13 +166,6 @@ func TestResultAppendJSON(t *testing.T) {
 	}
 }
 
-func TestStatusOf(t *testing.T) {
-	if StatusOf(nil) != 200 || StatusOf(fmt.Errorf("x")) != 500 ||
-		StatusOf(fmt.Errorf("wrapped: %w", &StatusError{Status: 413, Msg: "big"})) != 413 {
-		t.Fatal("StatusOf maps errors wrongly")
-	}
-}
-
 func TestPutParserDropsBigBuffers(t *testing.T) {
 	p := NewParser()
 	big := `{"msg":"` + strings.Repeat("x", retainBytes) + `","a":"` + strings.Repeat("y", retainBytes) + `"}`

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"ingest/buffer"
+)
+
+// stalledUpload opens a connection that declares a body of declared bytes
+// (chunked when declared < 0), sends sent bytes of it and stalls.
+func stalledUpload(t *testing.T, addr string, declared, sent int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	line := []byte(`{"msg":"stalled upload filler line"}` + "\n")
+	body := bytes.Repeat(line, sent/len(line)+1)[:sent]
+	if declared < 0 {
+		fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", sent)
+	} else {
+		fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", declared)
+	}
+	if _, err := c.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Eight uploads that declare 16 MiB each (or send chunks), send 300 KB and
+// stall hold only what they sent: the 64 MiB --max-inflight-bytes budget
+// stays open to everyone else. (Reserving the declared length, or the whole
+// --max-body-bytes for a chunked body, four of them used up the budget and
+// every other client got 429 until --read-timeout.)
+func TestStalledUploadsDoNotStarveOthers(t *testing.T) {
+	cfg := Config{MaxBodyBytes: 16 << 20, MaxDecompressedBytes: 64 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: time.Minute}
+	f := newTCPFixture(t, cfg, buffer.Config{})
+	const stalled, sent = 8, 300_000
+	for i := range stalled {
+		declared := 16 << 20
+		if i%2 == 1 {
+			declared = -1
+		}
+		stalledUpload(t, f.addr, declared, sent)
+	}
+	// Wait until the server has read what every stalled upload sent.
+	deadline := time.Now().Add(20 * time.Second)
+	for f.srv.inflight.Used() < stalled*sent {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server holds %d bytes for the stalled uploads, want at least %d", f.srv.inflight.Used(), stalled*sent)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if used, most := f.srv.inflight.Used(), int64(stalled*(sent+2*readStep)); used > most {
+		t.Errorf("stalled uploads hold %d bytes of --max-inflight-bytes, want at most %d (what they sent)", used, most)
+	}
+	ndjson := map[string]string{"Content-Type": "application/x-ndjson"}
+	for i := range 20 {
+		status, _, body := f.do(t, "POST", "/v1/logs", ndjson, []byte(fmt.Sprintf(`{"msg":"normal client %d"}`, i)))
+		if status != 202 {
+			t.Fatalf("normal request %d beside %d stalled uploads: %d %s", i, stalled, status, body)
+		}
+	}
+	// A large body still fits beside them.
+	big := []byte(strings.Repeat(`{"msg":"a large batch from a normal client"}`+"\n", 200_000)) // ~9 MB
+	if status, _, body := f.do(t, "POST", "/v1/logs", ndjson, big); status != 202 {
+		t.Fatalf("9 MB request beside the stalled uploads: %d %s", status, body)
+	}
+}
