@@ -12,6 +12,7 @@
 //	ingest stats SERVICE [--day YYYY-MM-DD]
 //	ingest retention [--dry-run]
 //	ingest loadtest [flags]
+//	ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]
 //
 // Every flag also reads INGEST_<FLAG> from the environment.
 package main
@@ -43,6 +44,7 @@ func init() {
 		{"stats", "ingest stats SERVICE [--day YYYY-MM-DD]", "hour-by-hour event counts per level", runStats},
 		{"retention", "ingest retention [--dry-run]", "delete login tables older than the retention", runRetention},
 		{"loadtest", "ingest loadtest [flags]", "the load generator", runLoadtest},
+		{"healthcheck", "ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]", "exit 0 when a running server answers 200 (for container health checks)", runHealthcheck},
 	}
 }
 

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// The files in deploy/ cannot be exercised here (no container engine, no
+// systemd, no cluster), so these tests hold them to the binary: the command
+// each one starts exists, every flag it passes parses, the server starts with
+// those flags and answers the probes they name, and the paths they mount are
+// the paths the flags use.
+
+const repoRoot = "../.."
+
+func readRepoFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// flagValue returns the value of --name in args ("--name v" or "--name=v").
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1], true
+		}
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// withoutFlags drops --name value pairs from args, for the flags a test
+// must replace (listen address, data directory).
+func withoutFlags(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		drop := false
+		for _, n := range names {
+			if args[i] == "--"+n {
+				drop, i = true, i+1
+				break
+			}
+			if strings.HasPrefix(args[i], "--"+n+"=") {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// checkParses runs the binary with args and --help: exit 0 means the
+// command exists and every flag in args parses with its value.
+func checkParses(t *testing.T, where string, args []string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(binary, append(append([]string{}, args...), "--help")...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: `ingest %s` does not parse: %v\n%s", where, strings.Join(args, " "), err, out)
+	}
+}
+
+// checkRuns starts `ingest serve` with the args a deploy file passes (its
+// listen address and data directory replaced by a free port and a temporary
+// directory), asks each probe path for 200, and runs the healthcheck
+// subcommand the way the file does.
+func checkRuns(t *testing.T, args []string, probes []string, healthcheck []string, env ...string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "serve" {
+		t.Fatalf("deploy file starts %q, want `ingest serve ...`", args)
+	}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		t.Setenv(k, v)
+	}
+	s := start(t, t.TempDir(), withoutFlags(args[1:], "listen", "data-dir")...)
+	for _, p := range probes {
+		resp, err := http.Get(s.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("probe %s answered %d, want 200", p, resp.StatusCode)
+		}
+	}
+	if healthcheck != nil {
+		hc := append(withoutFlags(healthcheck, "listen"), "--listen", strings.TrimPrefix(s.url, "http://"))
+		if out, err := exec.Command(binary, hc...).CombinedOutput(); err != nil {
+			t.Errorf("`ingest %s` against a running server: %v\n%s", strings.Join(hc, " "), err, out)
+		}
+	}
+}
+
+// dockerfile is the parsed instructions of a Dockerfile, continuation
+// lines joined.
+type dockerfile []struct{ op, rest string }
+
+func parseDockerfile(text string) dockerfile {
+	var d dockerfile
+	text = regexp.MustCompile(`\\\n\s*`).ReplaceAllString(text, "")
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		op, rest, _ := strings.Cut(line, " ")
+		d = append(d, struct{ op, rest string }{strings.ToUpper(op), strings.TrimSpace(rest)})
+	}
+	return d
+}
+
+// all returns the arguments of every instruction op.
+func (d dockerfile) all(op string) []string {
+	var out []string
+	for _, in := range d {
+		if in.op == op {
+			out = append(out, in.rest)
+		}
+	}
+	return out
+}
+
+// last returns the arguments of the last instruction op (the one in force).
+func (d dockerfile) last(t *testing.T, op string) string {
+	t.Helper()
+	all := d.all(op)
+	if len(all) == 0 {
+		t.Fatalf("Dockerfile has no %s", op)
+	}
+	return all[len(all)-1]
+}
+
+// execForm parses a JSON exec-form argument list (["/ingest", "serve"]).
+func execForm(t *testing.T, what, s string) []string {
+	t.Helper()
+	var args []string
+	if err := json.Unmarshal([]byte(s), &args); err != nil {
+		t.Fatalf("Dockerfile %s is not in exec form (a JSON array): %q", what, s)
+	}
+	return args
+}
+
+func TestDeployDockerfile(t *testing.T) {
+	d := parseDockerfile(readRepoFile(t, "deploy/Dockerfile"))
+	if n := len(d.all("FROM")); n < 2 {
+		t.Fatalf("Dockerfile has %d stages, want a multi-stage build", n)
+	}
+
+	// The build: static, of the package that is the binary.
+	var built string
+	for _, run := range d.all("RUN") {
+		if !strings.Contains(run, "go build") {
+			continue
+		}
+		if !strings.Contains(run, "CGO_ENABLED=0") {
+			t.Errorf("go build without CGO_ENABLED=0 (the final image has no libc): %s", run)
+		}
+		m := regexp.MustCompile(`-o (\S+) (\./\S+)`).FindStringSubmatch(run)
+		if m == nil {
+			t.Fatalf("cannot find `-o OUT ./PKG` in %q", run)
+		}
+		built = m[1]
+		if _, err := os.Stat(filepath.Join(repoRoot, m[2], "main.go")); err != nil {
+			t.Errorf("the Dockerfile builds %s, which is not the ingest command: %v", m[2], err)
+		}
+	}
+	if built == "" {
+		t.Fatal("Dockerfile runs no go build")
+	}
+
+	// The binary copied into the final image is the one started.
+	entry := execForm(t, "ENTRYPOINT", d.last(t, "ENTRYPOINT"))
+	copied := false
+	for _, c := range d.all("COPY") {
+		f := strings.Fields(c)
+		if len(f) >= 3 && f[len(f)-2] == built && f[len(f)-1] == entry[0] {
+			copied = true
+		}
+	}
+	if !copied {
+		t.Errorf("ENTRYPOINT %s is not the built binary %s copied from the build stage", entry[0], built)
+	}
+
+	// Non-root, and the volume is the data directory.
+	if u := d.last(t, "USER"); u == "0" || strings.HasPrefix(u, "root") || strings.HasPrefix(u, "0:") {
+		t.Errorf("USER %s: the image must not run as root", u)
+	}
+	args := append(entry[1:], execForm(t, "CMD", d.last(t, "CMD"))...)
+	dataDir, ok := flagValue(args, "data-dir")
+	if !ok || dataDir != d.last(t, "VOLUME") {
+		t.Errorf("serve --data-dir %q is not the VOLUME %q", dataDir, d.last(t, "VOLUME"))
+	}
+	listen, _ := flagValue(args, "listen")
+	if _, port, _ := strings.Cut(listen, ":"); port != d.last(t, "EXPOSE") {
+		t.Errorf("serve --listen %q does not use the EXPOSEd port %s", listen, d.last(t, "EXPOSE"))
+	}
+
+	// The health check: the binary's own subcommand, on the served port.
+	hcLine := d.last(t, "HEALTHCHECK")
+	_, hcJSON, ok := strings.Cut(hcLine, "CMD ")
+	if !ok {
+		t.Fatalf("HEALTHCHECK has no CMD: %q", hcLine)
+	}
+	hc := execForm(t, "HEALTHCHECK CMD", hcJSON)
+	if hc[0] != entry[0] {
+		t.Errorf("HEALTHCHECK runs %s, which is not the image's binary %s", hc[0], entry[0])
+	}
+	if l, _ := flagValue(hc[1:], "listen"); l != listen {
+		t.Errorf("HEALTHCHECK asks --listen %q, the server listens on %q", l, listen)
+	}
+	checkParses(t, "Dockerfile CMD", args)
+	checkParses(t, "Dockerfile HEALTHCHECK", hc[1:])
+	checkRuns(t, args, []string{"/healthz", "/readyz"}, hc[1:])
+}
+
+func TestDeploySystemdUnit(t *testing.T) {
+	unit := map[string]string{}
+	for _, line := range strings.Split(readRepoFile(t, "deploy/ingest.service"), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			unit[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	exe := strings.Fields(unit["ExecStart"])
+	if len(exe) < 2 || filepath.Base(exe[0]) != "ingest" {
+		t.Fatalf("ExecStart %q does not start ingest", unit["ExecStart"])
+	}
+	args := exe[1:]
+	dataDir, _ := flagValue(args, "data-dir")
+	if want := "/var/lib/" + unit["StateDirectory"]; unit["StateDirectory"] == "" || dataDir != want {
+		t.Errorf("--data-dir %q is not the StateDirectory %q (systemd creates and owns only that)", dataDir, want)
+	}
+	if unit["KillSignal"] != "SIGTERM" {
+		t.Errorf("KillSignal %q: ingest flushes on SIGTERM", unit["KillSignal"])
+	}
+	if unit["User"] == "root" {
+		t.Error("the unit runs as root")
+	}
+	checkParses(t, "ExecStart", args)
+	checkRuns(t, args, []string{"/healthz", "/readyz"}, nil)
+}
+
+func TestDeployKubernetes(t *testing.T) {
+	dec := yaml.NewDecoder(strings.NewReader(readRepoFile(t, "deploy/kubernetes/ingest.yaml")))
+	var sts, svc map[string]any
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatalf("deploy/kubernetes/ingest.yaml: %v", err)
+		}
+		switch doc["kind"] {
+		case "StatefulSet":
+			sts = doc
+		case "Service":
+			if dig(doc, "spec", "clusterIP") != "None" {
+				svc = doc
+			}
+		}
+	}
+	if sts == nil || svc == nil {
+		t.Fatal("want a StatefulSet and a Service")
+	}
+	c := dig(sts, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+	var args []string
+	for _, a := range c["args"].([]any) {
+		args = append(args, a.(string))
+	}
+
+	// The data directory is the mounted volume claim.
+	dataDir, _ := flagValue(args, "data-dir")
+	claim := dig(sts, "spec", "volumeClaimTemplates").([]any)[0].(map[string]any)
+	mounted := false
+	for _, m := range c["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		if m["name"] == dig(claim, "metadata", "name") && m["mountPath"] == dataDir {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("--data-dir %q is not where the volume claim is mounted", dataDir)
+	}
+
+	// Ports: the container port is the listen port, the probes and the
+	// Service point at it.
+	listen, _ := flagValue(args, "listen")
+	port := c["ports"].([]any)[0].(map[string]any)
+	if _, p, _ := strings.Cut(listen, ":"); p != strconv.Itoa(port["containerPort"].(int)) {
+		t.Errorf("--listen %q is not the containerPort %v", listen, port["containerPort"])
+	}
+	svcPort := dig(svc, "spec", "ports").([]any)[0].(map[string]any)
+	if svcPort["targetPort"] != port["name"] && svcPort["targetPort"] != port["containerPort"] {
+		t.Errorf("the Service targets %v, not the container port", svcPort["targetPort"])
+	}
+	var probes []string
+	for probe, want := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		get := dig(c, probe, "httpGet").(map[string]any)
+		if get["path"] != want {
+			t.Errorf("%s asks %v, want %s", probe, get["path"], want)
+		}
+		if get["port"] != port["name"] && get["port"] != port["containerPort"] {
+			t.Errorf("%s asks port %v, not the container port", probe, get["port"])
+		}
+		probes = append(probes, get["path"].(string))
+	}
+
+	// Environment: the connection string from a Secret; every INGEST_*
+	// variable names a flag of serve.
+	var env []string
+	fromSecret := false
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		name := e["name"].(string)
+		if name == "AZURE_STORAGE_CONNECTION_STRING" {
+			fromSecret = dig(e, "valueFrom", "secretKeyRef", "key") != nil
+			continue
+		}
+		if flag, ok := strings.CutPrefix(name, "INGEST_"); ok {
+			env = append(env, name+"="+e["value"].(string))
+			checkParses(t, "env "+name, []string{"serve", "--" + strings.ReplaceAll(strings.ToLower(flag), "_", "-"), e["value"].(string)})
+		}
+	}
+	if !fromSecret {
+		t.Error("AZURE_STORAGE_CONNECTION_STRING is not taken from a Secret")
+	}
+	if sc := dig(sts, "spec", "template", "spec", "securityContext", "runAsNonRoot"); sc != true {
+		t.Error("the pod does not run as non-root")
+	}
+	checkParses(t, "StatefulSet args", args, env...)
+	checkRuns(t, args, probes, nil, env...)
+}
+
+// dig walks nested YAML maps; nil when a key is missing.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func TestHealthcheckCommand(t *testing.T) {
+	s := start(t, t.TempDir())
+	addr := strings.TrimPrefix(s.url, "http://")
+	if out, err := exec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck against a running server: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "healthcheck", "--listen", addr, "--path", "/readyz").CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck --path /readyz against a running server: %v\n%s", err, out)
+	}
+	// INGEST_LISTEN, as set for the server, points the check at it.
+	cmd := exec.Command(binary, "healthcheck")
+	cmd.Env = append(os.Environ(), "INGEST_LISTEN="+addr)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck with INGEST_LISTEN: %v\n%s", err, out)
+	}
+	out, err := exec.Command(binary, "healthcheck", "--listen", addr, "--path", "/no-such-path").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "404") {
+		t.Fatalf("healthcheck of a path that answers 404: err %v, output %s", err, out)
+	}
+	s.kill9()
+	out, err = exec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "cannot reach") {
+		t.Fatalf("healthcheck with the server gone: err %v, output %s", err, out)
+	}
+}
+
+func TestHealthURL(t *testing.T) {
+	for _, tc := range []struct {
+		listen, path string
+		tls          bool
+		want         string
+	}{
+		{":8080", "/healthz", false, "http://127.0.0.1:8080/healthz"},
+		{"0.0.0.0:9000", "readyz", false, "http://127.0.0.1:9000/readyz"},
+		{"[::]:8443", "/healthz", true, "https://127.0.0.1:8443/healthz"},
+		{"10.0.0.5:8080", "/healthz", false, "http://10.0.0.5:8080/healthz"},
+		{"[::1]:8080", "/healthz", false, "http://[::1]:8080/healthz"},
+	} {
+		got, err := healthURL(tc.listen, tc.path, tc.tls)
+		if err != nil || got != tc.want {
+			t.Errorf("healthURL(%q, %q, %v) = %q, %v; want %q", tc.listen, tc.path, tc.tls, got, err, tc.want)
+		}
+	}
+	if _, err := healthURL("8080", "/healthz", false); err == nil {
+		t.Error("healthURL accepted a listen address without a port")
+	}
+}
