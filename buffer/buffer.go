@@ -15,6 +15,7 @@ import (
 
 	"ingest/admission"
 	"ingest/internal/httperr"
+	"ingest/internal/retry"
 	"ingest/wal"
 )
 
@@ -62,7 +63,14 @@ type Buffer struct {
 	queuesMu  sync.RWMutex // held for reading while sending to queues, for writing to close them
 	queuesEnd bool
 	closing   atomic.Bool
-	stop      chan struct{} // closed to stop the scheduler and retry loops
+	stop      context.Context // ends to stop the scheduler and retry waits
+	halt      context.CancelFunc
+	// Retry policies: one per stream for flushes, one for replay.
+	flushRetry  []retry.Policy
+	landedRetry retry.Policy
+	// failing counts flushes whose latest attempts failed at least
+	// storageDownAfter times in a row (see StorageDown).
+	failing atomic.Int64
 	workersWG sync.WaitGroup
 	schedWG   sync.WaitGroup
 	payloads  sync.Pool // WAL payload buffers
@@ -118,7 +126,14 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Buffer{cfg: cfg, flushers: flushers, log: log, seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	b := &Buffer{cfg: cfg, flushers: flushers, log: log, seed: maphash.MakeSeed()}
+	b.stop, b.halt = context.WithCancel(context.Background())
+	rm := retry.NewMetrics(reg)
+	for s := range flushers {
+		b.flushRetry = append(b.flushRetry, retry.Policy{Op: "flush_" + streamName(Stream(s)),
+			Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm})
+	}
+	b.landedRetry = retry.Policy{Op: "resolve_unfinished_flush", Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm}
 	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
 	for i := range b.shards {
@@ -394,7 +409,7 @@ func (b *Buffer) Close(ctx context.Context) error {
 			break
 		}
 	}
-	close(b.stop)
+	b.halt()
 	b.schedWG.Wait()
 	b.queuesMu.Lock()
 	b.queuesEnd = true

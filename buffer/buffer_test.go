@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // memSink is a Flusher that keeps what it stores in memory, so tests can
@@ -395,3 +397,60 @@ func (s *sizeSink) Flush(_ context.Context, _ string, data []byte, _ func([]byte
 }
 
 func (s *sizeSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
+
+// TestFlushRetriesAreCountedAndReportStorageDown checks the retry policy as
+// the buffer uses it: every failed attempt is retried and counted under
+// ingest_retries_total{op="flush_logs"}, and StorageDown is true while a
+// flush keeps failing, false again once it went through.
+func TestFlushRetriesAreCountedAndReportStorageDown(t *testing.T) {
+	sink := newMemSink()
+	sink.failNext = 1 << 30
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(AckWAL)
+	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 5*time.Millisecond
+	b, err := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, reg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if b.StorageDown() {
+		t.Fatal("StorageDown before any flush")
+	}
+	addLines(t, b, "k", 0, 3)
+	waitFor(t, "StorageDown while flushes fail", b.StorageDown)
+	sink.mu.Lock()
+	sink.failNext = 0
+	sink.mu.Unlock()
+	waitFor(t, "the flush after storage came back", func() bool { return sink.get("k") == wantLines("k", 0, 3) })
+	waitFor(t, "StorageDown to clear", func() bool { return !b.StorageDown() })
+	sink.mu.Lock()
+	calls := sink.calls
+	sink.mu.Unlock()
+	retries := counterValue(t, reg, "ingest_retries_total", "op", "flush_logs")
+	if retries < storageDownAfter || int(retries) != calls-1 {
+		t.Errorf("ingest_retries_total{op=flush_logs} = %v after %d Flush calls, want %d", retries, calls, calls-1)
+	}
+}
+
+// counterValue reads one labelled series of a counter family in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s=%q}", name, label, value)
+	return 0
+}

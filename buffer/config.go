@@ -26,6 +26,9 @@ type Config struct {
 	WALSegmentBytes int64
 	// BudgetWait is how long Add waits for memory before failing with ErrFull.
 	BudgetWait time.Duration
+	// RetryMin and RetryMax bound the backoff between flush attempts
+	// (zero: the retry package's defaults, 100 ms and 30 s).
+	RetryMin, RetryMax time.Duration
 }
 
 // RegisterFlags adds the buffer's flags to fs.

@@ -2,14 +2,7 @@ package buffer
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
-)
-
-// Retry backoff for failed flushes: exponential with full jitter.
-const (
-	retryMin = 100 * time.Millisecond
-	retryMax = 30 * time.Second
 )
 
 // evictAfter is how long an empty key buffer is kept before it is dropped.
@@ -25,7 +18,7 @@ func (b *Buffer) scheduler() {
 	lastTruncate := time.Now()
 	for {
 		select {
-		case <-b.stop:
+		case <-b.stop.Done():
 			return
 		case now := <-t.C:
 			b.schedule(now)
@@ -134,8 +127,9 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		return err
 	}
 	start := time.Now()
-	backoff := retryMin
-	for attempt := 1; ; attempt++ {
+	policy := b.flushRetry[kb.stream]
+	attempt := 1
+	for ; ; attempt++ {
 		n, err := flusher.Flush(context.Background(), kb.key, data[stored:], journal)
 		stored += n
 		if err == nil && stored >= len(data) {
@@ -145,17 +139,16 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 			err = errShortFlush
 		}
 		b.met.flushErrors.WithLabelValues(streamName(kb.stream)).Inc()
-		b.log.Warn("cannot flush, will retry", "key", kb.key, "attempt", attempt, "stored", stored, "of", len(data), "retry_in", backoff, "err", err)
-		select {
-		case <-time.After(rand.N(backoff) + backoff/2):
-		case <-b.stop:
+		b.noteFlushFailure(attempt)
+		if policy.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", len(data)) != nil {
 			// Shutting down with storage unreachable: the bytes stay in the
 			// WAL (with --ack wal or flush) and are flushed at the next start.
 			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", len(data)-stored)
+			b.noteFlushEnd(attempt)
 			return
 		}
-		backoff = min(backoff*2, retryMax)
 	}
+	b.noteFlushEnd(attempt - 1)
 	b.met.flushes.WithLabelValues(streamName(kb.stream)).Inc()
 	b.met.flushBytes.WithLabelValues(streamName(kb.stream)).Add(float64(len(data)))
 	b.met.flushSeconds.WithLabelValues(streamName(kb.stream)).Observe(time.Since(start).Seconds())
@@ -188,3 +181,27 @@ func (shortFlushError) Error() string {
 }
 
 var errShortFlush error = shortFlushError{}
+
+// storageDownAfter is how many failed attempts in a row make a flush count
+// as failing for StorageDown.
+const storageDownAfter = 3
+
+// noteFlushFailure records that attempt number attempt of a flush failed.
+func (b *Buffer) noteFlushFailure(attempt int) {
+	if attempt == storageDownAfter {
+		b.failing.Add(1)
+	}
+}
+
+// noteFlushEnd records the end of a flush after failures failed attempts.
+func (b *Buffer) noteFlushEnd(failures int) {
+	if failures >= storageDownAfter {
+		b.failing.Add(-1)
+	}
+}
+
+// StorageDown reports whether storage is known to be failing: some flush
+// has failed storageDownAfter times in a row and is still being retried.
+// Admission control may refuse work that must wait for a flush (--ack
+// flush) while it is true.
+func (b *Buffer) StorageDown() bool { return b.failing.Load() > 0 }

@@ -147,18 +147,14 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 // landed asks the sink what an unfinished flush stored, retrying while
 // storage is unreachable: guessing could lose or duplicate data.
 func (b *Buffer) landed(ctx context.Context, p *pendingKey, in *pendingIntent) (int, error) {
-	backoff := retryMin
-	for {
-		n, err := b.flushers[p.stream].Landed(ctx, p.key, in.body)
-		if err == nil {
-			return n, nil
-		}
-		b.log.Warn("cannot resolve an unfinished flush yet, will retry", "key", p.key, "retry_in", backoff, "err", err)
-		select {
-		case <-time.After(backoff):
-		case <-ctx.Done():
-			return 0, fmt.Errorf("cannot resolve the unfinished flush of %s: %w", p.key, err)
-		}
-		backoff = min(backoff*2, retryMax)
+	var n int
+	err := b.landedRetry.Do(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = b.flushers[p.stream].Landed(ctx, p.key, in.body)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot resolve the unfinished flush of %s: %w", p.key, err)
 	}
+	return n, nil
 }
