@@ -70,7 +70,7 @@ type Buffer struct {
 	landedRetry retry.Policy
 	// failing counts flushes whose latest attempts failed at least
 	// storageDownAfter times in a row (see StorageDown).
-	failing atomic.Int64
+	failing   atomic.Int64
 	workersWG sync.WaitGroup
 	schedWG   sync.WaitGroup
 	payloads  sync.Pool // WAL payload buffers
