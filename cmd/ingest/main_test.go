@@ -588,7 +588,7 @@ func TestAzureOutage(t *testing.T) {
 	}
 	stored, _ := readIDs(t, azureStore(t, conn, container), "outage/")
 	checkExactlyOnce(t, acked, stored)
-	if !strings.Contains(s.stderr.String(), "cannot flush, will retry") {
+	if !strings.Contains(s.stderr.String(), "cannot flush logs, will retry") {
 		t.Error("the outage left no retry in the log: was storage really unreachable?")
 	}
 }
