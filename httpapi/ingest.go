@@ -161,6 +161,9 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		}
 	}
 	s.met.eventsAccepted.Add(float64(res.Accepted))
+	if !logins {
+		s.publishTail(&st.batch)
+	}
 	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
 }
 

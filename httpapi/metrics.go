@@ -11,6 +11,8 @@ type metrics struct {
 	inflightFull   prometheus.Counter
 	blobsSkipped   prometheus.Counter
 	blobsRead      prometheus.Counter
+	tailReaders    prometheus.Gauge
+	tailDropped    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,9 +27,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		inflightFull:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
 		blobsSkipped:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_skipped_total", Help: "Blobs a query skipped by their StartTime/EndTime metadata."}),
 		blobsRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
+		tailReaders:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_readers", Help: "Clients following GET /v1/tail."}),
+		tailDropped:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_dropped_events_total", Help: "Events a slow tail reader did not get (its queue was full); intake never waits for a tail."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead)
+		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped)
 	}
 	return m
 }

@@ -91,6 +91,27 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 	})
 }
 
+// listServices handles GET /v1/services: a JSON array of the services that
+// have blobs.
+func (s *Server) listServices(ctx *fasthttp.RequestCtx) {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names, err := query.Services(c, s.deps.Blobs)
+	if err != nil {
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: err.Error()})
+		return
+	}
+	out := []byte{'['}
+	for i, n := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = logline.AppendQuoted(out, []byte(n))
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(append(out, "]\n"...))
+}
+
 // queryLogins handles GET /v1/logins/{user}?days=D&limit=N: NDJSON, newest first.
 func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	user, err := url.PathUnescape(string(ctx.Path()[len("/v1/logins/"):]))

@@ -88,6 +88,7 @@ type Server struct {
 	met      *metrics
 	metricsH fasthttp.RequestHandler
 	ln       net.Listener
+	tail     tailHub
 }
 
 // New builds the server; Serve starts it.
@@ -108,6 +109,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.tokens = toks
 	}
 	s.met = newMetrics(deps.Registry)
+	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
@@ -176,6 +178,7 @@ func (s *Server) Serve() error {
 // progress (their batches are then in the buffer).
 func (s *Server) Drain(ctx context.Context) {
 	s.closing.Store(true)
+	s.tail.close()
 	done := make(chan struct{})
 	go func() { s.active.Wait(); close(done) }()
 	select {
@@ -240,7 +243,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	isLogs := string(path) == "/v1/logs" || bytes.HasPrefix(path, []byte("/v1/logs/"))
 	isLogins := string(path) == "/v1/logins" || bytes.HasPrefix(path, []byte("/v1/logins/"))
-	if !isLogs && !isLogins {
+	isRead := string(path) == "/v1/tail" || string(path) == "/v1/services"
+	if !isLogs && !isLogins && !isRead {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: fmt.Sprintf("no route for %s %s", method, path)})
 		return
 	}
@@ -262,6 +266,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case isLogins && ctx.IsGet() && len(path) > len("/v1/logins/"):
 		route = "get_logins"
 		s.queryLogins(ctx)
+	case ctx.IsGet() && string(path) == "/v1/tail":
+		route = "get_tail"
+		s.tailLogs(ctx)
+	case ctx.IsGet() && string(path) == "/v1/services":
+		route = "get_services"
+		s.listServices(ctx)
 	default:
 		ctx.Response.Header.Set("Allow", "GET, POST")
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", method, path)})

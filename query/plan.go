@@ -157,6 +157,17 @@ func (r *runner) services(ctx context.Context) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
+// Services lists the services that have blobs in the store, sorted: the
+// container's top-level names a writer could have produced.
+func Services(ctx context.Context, store blobsink.Store) ([]string, error) {
+	names, err := discover(ctx, store)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the services in the container: %w", err)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
 // discover lists the top-level names of the container.
 func discover(ctx context.Context, store blobsink.Store) ([]string, error) {
 	var names []string

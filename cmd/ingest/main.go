@@ -13,6 +13,7 @@
 //	ingest retention [--dry-run]
 //	ingest loadtest [flags]
 //	ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]
+//	ingest tail --service S [--level L] [--q TEXT] [--server URL]
 //
 // Every flag also reads INGEST_<FLAG> from the environment.
 package main
@@ -45,6 +46,7 @@ func init() {
 		{"retention", "ingest retention [--dry-run]", "delete login tables older than the retention", runRetention},
 		{"loadtest", "ingest loadtest [flags]", "the load generator", runLoadtest},
 		{"healthcheck", "ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]", "exit 0 when a running server answers 200 (for container health checks)", runHealthcheck},
+		{"tail", tailUsage, "follow a running server's live tail (NDJSON)", runTail},
 	}
 }
 
