@@ -145,6 +145,12 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		s.writeResult(ctx, fasthttp.StatusBadRequest, &res, format)
 		return
 	}
+	if !logins {
+		if err := checkWriteScope(ctx, &st.batch); err != nil {
+			writeError(ctx, err)
+			return
+		}
+	}
 	if err := s.deps.Buffer.Add(context.Background(), &st.batch); err != nil {
 		writeError(ctx, err)
 		return

@@ -13,6 +13,8 @@ type metrics struct {
 	blobsRead      prometheus.Counter
 	tailReaders    prometheus.Gauge
 	tailDropped    prometheus.Counter
+	unauthorized   prometheus.Counter
+	reloads        *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,9 +31,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		blobsRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
 		tailReaders:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_readers", Help: "Clients following GET /v1/tail."}),
 		tailDropped:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_dropped_events_total", Help: "Events a slow tail reader did not get (its queue was full); intake never waits for a tail."}),
+		unauthorized:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_unauthorized_total", Help: "Requests refused (401) for a missing or unknown bearer token."}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_reloads_total",
+			Help: "Re-reads of the tokens file and TLS certificate (SIGHUP), by result (ok, error: the previous ones stay)."}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped)
+		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m
 }

@@ -1,16 +1,13 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,7 +35,14 @@ type Config struct {
 	MaxDecompressedBytes int64
 	MaxInflightBytes     int64
 	TokensFile           string
+	MetricsAuth          bool
+	TLSCert, TLSKey      string
 	ReadTimeout          time.Duration
+	WriteTimeout         time.Duration
+	IdleTimeout          time.Duration
+	MaxHeaderBytes       int64
+	MaxConns             int
+	MaxConnsPerIP        int
 	Pprof                bool
 }
 
@@ -48,8 +52,16 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", 16<<20, "largest request body accepted, as sent (413 past it)")
 	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", 64<<20, "largest request body accepted once decompressed (413 past it)")
 	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body, decoded body, encoded lines); past it requests get 429")
-	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line; when set, writes and queries need Authorization: Bearer <token>")
-	fs.DurationVar(&c.ReadTimeout, "read-timeout", 60*time.Second, "time allowed to read one request")
+	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
+	fs.BoolVar(&c.MetricsAuth, "metrics-auth", false, "with --tokens, /metrics needs a token too")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key file of --tls-cert; re-read on SIGHUP")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", 60*time.Second, "time allowed to read one request, headers and body")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", 0, "time allowed to write one response (0: no limit, so long queries and /v1/tail can stream)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
+	flagutil.BytesVar(fs, &c.MaxHeaderBytes, "max-header-bytes", 16<<10, "largest request line plus headers (431 past it)")
+	fs.IntVar(&c.MaxConns, "max-conns", 10000, "open connections at most; past it new ones get 503")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1000, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
 }
 
@@ -61,8 +73,20 @@ func (c *Config) Validate() error {
 	if c.MaxInflightBytes < c.MaxBodyBytes {
 		return fmt.Errorf("cannot use --max-inflight-bytes %d below --max-body-bytes %d", c.MaxInflightBytes, c.MaxBodyBytes)
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("cannot serve HTTPS with only one of --tls-cert and --tls-key: give both")
+	}
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
+		return errors.New("cannot use a negative --max-conns, --max-conns-per-ip or timeout")
+	}
+	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
+		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
+	}
 	return nil
 }
+
+// TLS reports whether the server serves HTTPS.
+func (c *Config) TLS() bool { return c.TLSCert != "" }
 
 // Deps are what the server serves from.
 type Deps struct {
@@ -74,13 +98,18 @@ type Deps struct {
 	Log      *slog.Logger
 	Ready    func(ctx context.Context) error // storage reachable
 	Query    query.Config                    // memory bounds of GET /v1/logs
+	// LocalToken is one more token without a service list, accepted when
+	// --tokens is set: the one the server records in its data directory
+	// for the command line beside it.
+	LocalToken string
 }
 
 // Server is the HTTP server.
 type Server struct {
 	cfg      Config
 	deps     Deps
-	tokens   [][]byte
+	tokens   atomic.Pointer[tokenSet] // nil: no tokens, every route is open
+	certs    *certReloader            // nil: plain HTTP
 	srv      *fasthttp.Server
 	inflight *admission.Budget
 	closing  atomic.Bool
@@ -102,11 +131,18 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps}
 	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
 	if cfg.TokensFile != "" {
-		toks, err := readTokens(cfg.TokensFile)
+		ts, err := readTokensFile(cfg.TokensFile, deps.LocalToken)
 		if err != nil {
 			return nil, err
 		}
-		s.tokens = toks
+		s.tokens.Store(ts)
+	}
+	if cfg.TLS() {
+		r, err := newCertReloader(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, err
+		}
+		s.certs = r
 	}
 	s.met = newMetrics(deps.Registry)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
@@ -115,10 +151,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		Handler:               s.handle,
 		Name:                  "ingest",
 		ReadTimeout:           cfg.ReadTimeout,
-		IdleTimeout:           2 * time.Minute,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		Concurrency:           cfg.MaxConns,
+		MaxConnsPerIP:         cfg.MaxConnsPerIP,
 		MaxRequestBodySize:    int(cfg.MaxBodyBytes),
 		StreamRequestBody:     true,
-		ReadBufferSize:        16 << 10,
+		ReadBufferSize:        int(cfg.MaxHeaderBytes), // also the largest header fasthttp reads
+		TCPKeepalive:          true,                    // dead peers of long streams (tail) go away
 		NoDefaultServerHeader: false,
 		NoDefaultContentType:  true,
 		ReduceMemoryUsage:     false,
@@ -127,32 +167,35 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
+// Reload re-reads the tokens file and the TLS certificate and key (on
+// SIGHUP). What fails to load leaves the previous tokens or certificate in
+// place; open connections are not touched.
+func (s *Server) Reload() error {
+	var errs []error
+	if s.cfg.TokensFile != "" {
+		if ts, err := readTokensFile(s.cfg.TokensFile, s.deps.LocalToken); err != nil {
+			errs = append(errs, fmt.Errorf("%w (the previous tokens stay)", err))
+		} else {
+			s.tokens.Store(ts)
+		}
+	}
+	if s.certs != nil {
+		if err := s.certs.reload(); err != nil {
+			errs = append(errs, fmt.Errorf("%w (the previous certificate stays)", err))
+		}
+	}
+	err := errors.Join(errs...)
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.met.reloads.WithLabelValues(result).Inc()
+	return err
+}
+
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Debug(fmt.Sprintf(format, args...)) }
-
-func readTokens(path string) ([][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read --tokens file: %w", err)
-	}
-	defer f.Close()
-	var toks [][]byte
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		t := strings.TrimSpace(sc.Text())
-		if t != "" && !strings.HasPrefix(t, "#") {
-			toks = append(toks, []byte(t))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cannot read --tokens file: %w", err)
-	}
-	if len(toks) == 0 {
-		return nil, fmt.Errorf("cannot use --tokens %s: it holds no token", path)
-	}
-	return toks, nil
-}
 
 // Listen binds the listen address (so callers learn the port before Serve).
 func (s *Server) Listen() (net.Addr, error) {
@@ -161,6 +204,9 @@ func (s *Server) Listen() (net.Addr, error) {
 		return nil, fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
+	if s.certs != nil {
+		s.ln = tls.NewListener(ln, s.certs.config())
+	}
 	return ln.Addr(), nil
 }
 
@@ -192,23 +238,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.ShutdownWithContext(ctx)
 }
 
-func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
-	if len(s.tokens) == 0 {
-		return true
-	}
-	h := ctx.Request.Header.Peek("Authorization")
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !bytes.EqualFold(h[:len(prefix)], []byte(prefix)) {
-		return false
-	}
-	tok := bytes.TrimSpace(h[len(prefix):])
-	ok := 0
-	for _, t := range s.tokens {
-		ok |= subtle.ConstantTimeCompare(tok, t)
-	}
-	return ok == 1
-}
-
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	method := ctx.Method()
@@ -230,15 +259,43 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	case string(path) == "/metrics":
 		route = "metrics"
+		if s.cfg.MetricsAuth && !s.authorize(ctx) {
+			return
+		}
 		s.metricsH(ctx)
 		return
 	case s.cfg.Pprof && bytes.HasPrefix(path, []byte("/debug/pprof")):
 		route = "pprof"
-		if !s.authorized(ctx) {
-			writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token"})
+		if !s.authorize(ctx) {
 			return
 		}
 		pprofhandler.PprofHandler(ctx)
+		return
+	}
+	// Every /v1/ route needs a token when tokens are set, known or not:
+	// a route added below is never open by mistake.
+	if bytes.HasPrefix(path, []byte("/v1/")) && !s.authorize(ctx) {
+		route = "unauthorized"
+		return
+	}
+	switch {
+	case string(path) == "/v1/stats" || bytes.HasPrefix(path, []byte("/v1/stats/")):
+		route = "get_stats"
+		if !ctx.IsGet() {
+			methodNotAllowed(ctx, "GET")
+			return
+		}
+		s.stats(ctx)
+		return
+	case string(path) == "/v1/retention":
+		route = "post_retention"
+		if !ctx.IsPost() {
+			methodNotAllowed(ctx, "POST")
+			return
+		}
+		if requireUnscoped(ctx, "retention") {
+			s.retention(ctx)
+		}
 		return
 	}
 	isLogs := string(path) == "/v1/logs" || bytes.HasPrefix(path, []byte("/v1/logs/"))
@@ -248,18 +305,15 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: fmt.Sprintf("no route for %s %s", method, path)})
 		return
 	}
-	if !s.authorized(ctx) {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ingest"`)
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token"})
-		return
-	}
 	switch {
 	case isLogs && ctx.IsPost():
 		route = "post_logs"
 		s.ingest(ctx, false)
 	case isLogins && ctx.IsPost() && string(path) == "/v1/logins":
 		route = "post_logins"
-		s.ingest(ctx, true)
+		if requireUnscoped(ctx, "posting login attempts") {
+			s.ingest(ctx, true)
+		}
 	case isLogs && ctx.IsGet() && string(path) == "/v1/logs":
 		route = "get_logs"
 		s.queryLogs(ctx)
@@ -273,9 +327,13 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		route = "get_services"
 		s.listServices(ctx)
 	default:
-		ctx.Response.Header.Set("Allow", "GET, POST")
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", method, path)})
+		methodNotAllowed(ctx, "GET, POST")
 	}
+}
+
+func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	ctx.Response.Header.Set("Allow", allow)
+	writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
 }
 
 func (s *Server) ready(ctx *fasthttp.RequestCtx) {

@@ -74,3 +74,6 @@ func (s *Sink) Run(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// RetentionDays is how many days of login tables Maintain keeps.
+func (s *Sink) RetentionDays() int { return s.cfg.RetentionDays }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
+	"ingest/httpapi"
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
@@ -173,39 +174,81 @@ func runLogins(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *format != "table" && *format != "ndjson" {
+		return fmt.Errorf("bad --format %q: want table or ndjson", *format)
+	}
+	if *days <= 0 || *limit <= 0 {
+		return fmt.Errorf("cannot use --days %d --limit %d: want both above 0", *days, *limit)
+	}
 	ctx := context.Background()
-	be, err := openBackend(ctx, scfg, true)
-	if err != nil {
+	var rows []attemptRow
+	if srv, ok, err := beside(scfg); err != nil {
 		return err
-	}
-	defer be.close()
-	sink, err := tableSink(be, tcfg)
-	if err != nil {
-		return err
-	}
-	attempts, err := sink.Tail(ctx, user, *days, *limit)
-	if err != nil {
-		return err
+	} else if ok {
+		if rows, err = srv.logins(user, *days, *limit); err != nil {
+			return err
+		}
+	} else {
+		be, err := openBackend(ctx, scfg, true)
+		if err != nil {
+			return err
+		}
+		defer be.close()
+		sink, err := tableSink(be, tcfg)
+		if err != nil {
+			return err
+		}
+		attempts, err := sink.Tail(ctx, user, *days, *limit)
+		if err != nil {
+			return err
+		}
+		for i := range attempts {
+			rows = append(rows, rowOf(&attempts[i]))
+		}
 	}
 	if *format == "ndjson" {
 		w := bufio.NewWriter(os.Stdout)
 		defer w.Flush()
-		for i := range attempts {
-			w.Write(append(tablesink.AppendAttemptJSON(nil, &attempts[i]), '\n'))
+		for _, r := range rows {
+			w.Write(r.json)
+			w.WriteByte('\n')
 		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintln(tw, "TIME\tSUCCESS\tIP\tID\tUSER AGENT")
-	for _, a := range attempts {
-		ok := "-"
-		if a.HasSuccess {
-			ok = fmt.Sprint(a.Success)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", logline.AppendTime(nil, a.Time), ok, a.IP, a.ID, a.UA)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Time, r.success(), r.IP, r.ID, r.UA)
 	}
 	return nil
+}
+
+// attemptRow is one login attempt as the logins command prints it: its
+// NDJSON form and the columns of the table.
+type attemptRow struct {
+	json    []byte
+	Time    string `json:"ts"`
+	Success *bool  `json:"success"`
+	IP      string `json:"ip"`
+	ID      string `json:"id"`
+	UA      string `json:"ua"`
+}
+
+func rowOf(a *tablesink.Attempt) attemptRow {
+	r := attemptRow{json: tablesink.AppendAttemptJSON(nil, a), Time: string(logline.AppendTime(nil, a.Time)),
+		IP: string(a.IP), ID: string(a.ID), UA: string(a.UA)}
+	if a.HasSuccess {
+		r.Success = &a.Success
+	}
+	return r
+}
+
+func (r attemptRow) success() string {
+	if r.Success == nil {
+		return "-"
+	}
+	return fmt.Sprint(*r.Success)
 }
 
 func runStats(args []string) error {
@@ -226,14 +269,22 @@ func runStats(args []string) error {
 		}
 	}
 	ctx := context.Background()
-	be, err := openBackend(ctx, scfg, true)
-	if err != nil {
+	var hours [24]tablesink.HourStats
+	if srv, ok, err := beside(scfg); err != nil {
 		return err
-	}
-	defer be.close()
-	hours, err := tablesink.ReadStats(ctx, be.tables, service, d)
-	if err != nil {
-		return err
+	} else if ok {
+		if hours, err = srv.stats(service, d); err != nil {
+			return err
+		}
+	} else {
+		be, err := openBackend(ctx, scfg, true)
+		if err != nil {
+			return err
+		}
+		defer be.close()
+		if hours, err = tablesink.ReadStats(ctx, be.tables, service, d); err != nil {
+			return err
+		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	defer tw.Flush()
@@ -263,16 +314,31 @@ func runRetention(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	be, err := openBackend(ctx, scfg, true)
+	var deleted []string
+	retentionDays := tcfg.RetentionDays
+	srv, ok, err := beside(scfg)
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	sink, err := tableSink(be, tcfg)
-	if err != nil {
-		return err
+	if ok {
+		if fs.Changed("login-retention-days") {
+			fmt.Fprintln(os.Stderr, "note: the server running on this --data-dir applies its own --login-retention-days")
+		}
+		var ans httpapi.RetentionAnswer
+		err = srv.retention(*dry, &ans)
+		deleted, retentionDays = ans.Tables, ans.RetentionDays
+	} else {
+		be, err2 := openBackend(ctx, scfg, true)
+		if err2 != nil {
+			return err2
+		}
+		defer be.close()
+		sink, err2 := tableSink(be, tcfg)
+		if err2 != nil {
+			return err2
+		}
+		deleted, err = sink.Maintain(ctx, *dry)
 	}
-	deleted, err := sink.Maintain(ctx, *dry)
 	verb := "deleted"
 	if *dry {
 		verb = "would delete"
@@ -281,7 +347,7 @@ func runRetention(args []string) error {
 		fmt.Printf("%s %s\n", verb, t)
 	}
 	if err == nil && len(deleted) == 0 {
-		fmt.Printf("no login table is older than %d days\n", tcfg.RetentionDays)
+		fmt.Printf("no login table is older than %d days\n", retentionDays)
 	}
 	return err
 }

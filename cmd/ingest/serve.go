@@ -86,8 +86,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	localToken, err := newLocalToken()
+	if err != nil {
+		return err
+	}
 	srv, err := httpapi.New(hcfg, httpapi.Deps{Buffer: buf, Blobs: be.blobs, Logins: logins, Counters: counters,
-		Registry: reg, Log: log, Ready: readyProbe(be.blobs), Query: qcfg})
+		Registry: reg, Log: log, Ready: readyProbe(be.blobs), Query: qcfg, LocalToken: localToken})
 	if err != nil {
 		return err
 	}
@@ -95,6 +99,24 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The commands beside this server find it here (see runfile.go).
+	removeRunFile, err := writeRunFile(scfg.DataDir, runInfo{PID: os.Getpid(), URL: localURL(addr, hcfg.TLS()), Token: localToken, TLSCert: hcfg.TLSCert})
+	if err != nil {
+		return err
+	}
+	defer removeRunFile()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if err := srv.Reload(); err != nil {
+				log.Error("SIGHUP: cannot reload", "err", err)
+			} else {
+				log.Info("SIGHUP: tokens and TLS certificate reloaded", "tokens", hcfg.TokensFile != "", "tls", hcfg.TLS())
+			}
+		}
+	}()
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
@@ -103,7 +125,7 @@ func runServe(args []string) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
-	log.Info("ingest is serving", "addr", addr.String(), "storage", scfg.Describe(), "ack", bcfg.Ack,
+	log.Info("ingest is serving", "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
 		"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
 
 	select {

@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"ingest/internal/httperr"
+
+	"ingest/buffer"
+)
+
+// The tokens file (--tokens) holds one token per line, optionally followed by
+// the service name prefixes the token may write:
+//
+//	# comment
+//	tok-admin
+//	tok123 checkout payments-
+//
+// A token without prefixes writes every service, posts login attempts and
+// runs retention. A token with prefixes writes only the services whose
+// (stored) names start with one of them: a batch naming any other service,
+// in the path, the query, a header or inside one of its events, is refused
+// whole with 403, so a misconfigured shipper fails loudly instead of losing
+// lines in a 202 it may not read. Every token, scoped or not, may read.
+
+// tokenEntry is one accepted token: its digest and what it may write.
+type tokenEntry struct {
+	digest   [sha256.Size]byte
+	prefixes []string // nil: every service
+}
+
+// tokenSet is the accepted tokens, replaced whole on reload.
+type tokenSet struct {
+	entries []tokenEntry
+}
+
+// parseTokens reads a tokens file. Tokens are kept only as SHA-256 digests:
+// comparing digests takes the same time whatever the token's length, and the
+// process never holds the plain tokens after reading them.
+func parseTokens(r io.Reader, name string) (*tokenSet, error) {
+	ts := &tokenSet{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		e := tokenEntry{digest: sha256.Sum256([]byte(fields[0]))}
+		for _, p := range fields[1:] {
+			if strings.HasPrefix(p, "#") {
+				break
+			}
+			e.prefixes = append(e.prefixes, p)
+		}
+		ts.entries = append(ts.entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cannot read the tokens file %s: %w", name, err)
+	}
+	if len(ts.entries) == 0 {
+		return nil, fmt.Errorf("cannot use the tokens file %s: it holds no token (one per line, optionally followed by service prefixes)", name)
+	}
+	return ts, nil
+}
+
+// readTokensFile reads the tokens file at path and adds the extra unscoped
+// tokens.
+func readTokensFile(path string, extra ...string) (*tokenSet, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the tokens file: %w", err)
+	}
+	defer f.Close()
+	ts, err := parseTokens(f, path)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range extra {
+		if t != "" {
+			ts.entries = append(ts.entries, tokenEntry{digest: sha256.Sum256([]byte(t))})
+		}
+	}
+	return ts, nil
+}
+
+// lookup finds the entry of tok. Every entry is compared, in constant time,
+// so the time taken says nothing about which entry, if any, matched.
+func (ts *tokenSet) lookup(tok []byte) *tokenEntry {
+	d := sha256.Sum256(tok)
+	found := -1
+	for i := range ts.entries {
+		if subtle.ConstantTimeCompare(d[:], ts.entries[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil
+	}
+	return &ts.entries[found]
+}
+
+// unscoped reports whether the token may write everything.
+func (e *tokenEntry) unscoped() bool { return e.prefixes == nil }
+
+// mayWrite reports whether the token may write service.
+func (e *tokenEntry) mayWrite(service []byte) bool {
+	if e.prefixes == nil {
+		return true
+	}
+	for _, p := range e.prefixes {
+		if bytes.HasPrefix(service, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// tokenKey is where a request's token entry is kept between the routing and
+// the handler.
+const tokenKey = "ingest.token"
+
+// bearer is the token of the Authorization header, or nil.
+func bearer(ctx *fasthttp.RequestCtx) []byte {
+	h := ctx.Request.Header.Peek("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !bytes.EqualFold(h[:len(prefix)], []byte(prefix)) {
+		return nil
+	}
+	return bytes.TrimSpace(h[len(prefix):])
+}
+
+// authorize answers 401 and returns false unless tokens are off or the
+// request carries an accepted token; the token's entry is kept on ctx for
+// the write checks.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx) bool {
+	ts := s.tokens.Load()
+	if ts == nil {
+		return true
+	}
+	if e := ts.lookup(bearer(ctx)); e != nil {
+		ctx.SetUserValue(tokenKey, e)
+		return true
+	}
+	s.met.unauthorized.Inc()
+	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ingest"`)
+	writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token: send Authorization: Bearer <token> with a token of the server's --tokens file"})
+	return false
+}
+
+// requestToken is the entry authorize matched, or nil when tokens are off.
+func requestToken(ctx *fasthttp.RequestCtx) *tokenEntry {
+	e, _ := ctx.UserValue(tokenKey).(*tokenEntry)
+	return e
+}
+
+// requireUnscoped refuses (403) a token limited to services: login attempts
+// and retention belong to no service.
+func requireUnscoped(ctx *fasthttp.RequestCtx, what string) bool {
+	if e := requestToken(ctx); e != nil && !e.unscoped() {
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusForbidden, Msg: fmt.Sprintf("this token may write only services starting with %s; %s needs a token without a service list", strings.Join(e.prefixes, ", "), what)})
+		return false
+	}
+	return true
+}
+
+// checkWriteScope refuses (403) a batch of log events that names a service
+// the request's token may not write. Group keys start with the stored
+// service name, up to the first '/'.
+func checkWriteScope(ctx *fasthttp.RequestCtx, b *buffer.Batch) error {
+	e := requestToken(ctx)
+	if e == nil || e.unscoped() {
+		return nil
+	}
+	for _, g := range b.Groups() {
+		svc := g.Key
+		if i := bytes.IndexByte(svc, '/'); i >= 0 {
+			svc = svc[:i]
+		}
+		if !e.mayWrite(svc) {
+			return &httperr.Error{Status: fasthttp.StatusForbidden, Msg: fmt.Sprintf("cannot write service %q with this token: it may write only services starting with %s (the whole batch is refused)", svc, strings.Join(e.prefixes, ", "))}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package httpapi
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ingest/blobsink"
+	"ingest/buffer"
+)
+
+func TestParseTokens(t *testing.T) {
+	f := func(file string, tok string, wantFound bool, wantPrefixes ...string) {
+		t.Helper()
+		ts, err := parseTokens(strings.NewReader(file), "tokens")
+		if err != nil {
+			t.Fatalf("parseTokens(%q): %v", file, err)
+		}
+		e := ts.lookup([]byte(tok))
+		if (e != nil) != wantFound {
+			t.Fatalf("lookup(%q) in %q found=%v, want %v", tok, file, e != nil, wantFound)
+		}
+		if e != nil && strings.Join(e.prefixes, ",") != strings.Join(wantPrefixes, ",") {
+			t.Fatalf("lookup(%q) in %q prefixes %q, want %q", tok, file, e.prefixes, wantPrefixes)
+		}
+	}
+	f("tok\n", "tok", true)
+	f("tok\n", "to", false)
+	f("tok\n", "tokk", false)
+	f("tok\n", "", false)
+	f("  tok  \n", "tok", true)
+	f("# comment\n\ntok123 checkout payments-\n", "tok123", true, "checkout", "payments-")
+	f("a\tsvc # the shop\nb\n", "a", true, "svc")
+	f("a svc\nb\n", "b", true)
+	f("# tok\nreal\n", "tok", false) // a comment is no token
+	for _, bad := range []string{"", "# only a comment\n", "\n\n"} {
+		if _, err := parseTokens(strings.NewReader(bad), "tokens"); err == nil || !strings.Contains(err.Error(), "holds no token") {
+			t.Errorf("parseTokens(%q) = %v, want an error saying it holds no token", bad, err)
+		}
+	}
+}
+
+func FuzzParseTokens(f *testing.F) {
+	f.Add("tok123 checkout payments-\n# c\nadmin\n", "tok123", "checkout-1")
+	f.Fuzz(func(t *testing.T, file, tok, svc string) {
+		ts, err := parseTokens(strings.NewReader(file), "fuzz")
+		if err != nil {
+			return
+		}
+		if e := ts.lookup([]byte(tok)); e != nil {
+			allowed := e.mayWrite([]byte(svc))
+			if e.unscoped() && !allowed {
+				t.Fatalf("an unscoped token may not write %q", svc)
+			}
+		}
+	})
+}
+
+func TestMayWrite(t *testing.T) {
+	e := tokenEntry{prefixes: []string{"checkout", "payments-"}}
+	for svc, want := range map[string]bool{"checkout": true, "checkout-eu": true, "payments-eu": true,
+		"payments": false, "check": false, "api": false, "": false} {
+		if got := e.mayWrite([]byte(svc)); got != want {
+			t.Errorf("mayWrite(%q) = %v, want %v", svc, got, want)
+		}
+	}
+}
+
+func TestReadTokensFileAddsTheLocalToken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(path, []byte("scoped svc-\n"), 0o600)
+	ts, err := readTokensFile(path, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := ts.lookup([]byte("local")); e == nil || !e.unscoped() {
+		t.Fatalf("local token: %+v, want an unscoped entry", e)
+	}
+	if _, err := readTokensFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "cannot read the tokens file") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestTokensOnEveryRoute: with --tokens, every /v1/ route, reads included
+// and routes that do not exist, answers 401 without a valid token; health
+// stays open; /metrics is open unless --metrics-auth.
+func TestTokensOnEveryRoute(t *testing.T) {
+	for _, metricsAuth := range []bool{false, true} {
+		tokens := filepath.Join(t.TempDir(), "tokens")
+		os.WriteFile(tokens, []byte("# ops\ns3cret\nother\n"), 0o600)
+		f := newFixture(t, Config{TokensFile: tokens, MetricsAuth: metricsAuth}, buffer.Config{})
+		ndjson := `{"msg":"x","service":"api"}`
+		routes := []struct{ method, path, body string }{
+			{"POST", "/v1/logs", ndjson},
+			{"POST", "/v1/logs/api", ndjson},
+			{"POST", "/v1/logins", `{"user":"bob"}`},
+			{"GET", "/v1/logs?service=api&from=-1h", ""},
+			{"GET", "/v1/logins/bob", ""},
+			{"GET", "/v1/services", ""},
+			{"GET", "/v1/tail?service=api", ""},
+			{"GET", "/v1/stats/api", ""},
+			{"POST", "/v1/retention?dry-run=1", ""},
+			{"GET", "/v1/no-such-route", ""},
+		}
+		for _, r := range routes {
+			for _, auth := range []string{"", "Bearer wrong", "Basic s3cret", "Bearer s3cre", "Bearer s3crett"} {
+				code, hdr, body := f.do(t, r.method, r.path, map[string]string{"Authorization": auth, "Content-Type": "application/x-ndjson"}, []byte(r.body))
+				if code != 401 || hdr.Get("WWW-Authenticate") == "" || !strings.Contains(body, "bearer token") {
+					t.Errorf("%s %s with Authorization %q = %d %q, want 401 with WWW-Authenticate", r.method, r.path, auth, code, body)
+				}
+			}
+			if r.path == "/v1/tail?service=api" {
+				continue // streams until the client goes away: checked for 401 only
+			}
+			for _, auth := range []string{"Bearer s3cret", "bearer other"} {
+				code, _, body := f.do(t, r.method, r.path, map[string]string{"Authorization": auth, "Content-Type": "application/x-ndjson"}, []byte(r.body))
+				if code == 401 || code == 403 {
+					t.Errorf("%s %s with Authorization %q = %d %q, want it let through", r.method, r.path, auth, code, body)
+				}
+			}
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code, _, _ := f.do(t, "GET", path, nil, nil); code != 200 {
+				t.Errorf("%s needs no token, got %d", path, code)
+			}
+		}
+		code, _, _ := f.do(t, "GET", "/metrics", nil, nil)
+		if want := map[bool]int{false: 200, true: 401}[metricsAuth]; code != want {
+			t.Errorf("/metrics without a token, --metrics-auth=%v: %d, want %d", metricsAuth, code, want)
+		}
+		if code, _, _ := f.do(t, "GET", "/metrics", map[string]string{"Authorization": "Bearer s3cret"}, nil); code != 200 {
+			t.Errorf("/metrics with a token: %d, want 200", code)
+		}
+	}
+}
+
+// TestScopedTokens: a token with service prefixes writes only those
+// services, wherever the service is named; a batch naming another is refused
+// whole and nothing of it is stored.
+func TestScopedTokens(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("admin\ntok123 checkout payments-\n"), 0o600)
+	f := newFixture(t, Config{TokensFile: tokens}, buffer.Config{})
+	scoped := map[string]string{"Authorization": "Bearer tok123", "Content-Type": "application/x-ndjson"}
+	cases := []struct {
+		name, method, path string
+		hdr                map[string]string
+		body               string
+		want               int
+	}{
+		{"path service", "POST", "/v1/logs/checkout", nil, `{"msg":"a"}`, 202},
+		{"prefix", "POST", "/v1/logs/payments-eu", nil, `{"msg":"a"}`, 202},
+		{"event service", "POST", "/v1/logs", nil, `{"msg":"a","service":"checkout-2"}`, 202},
+		{"query service", "POST", "/v1/logs?service=payments-x", nil, `{"msg":"a"}`, 202},
+		{"header service", "POST", "/v1/logs", map[string]string{"X-Service": "checkout"}, `{"msg":"a"}`, 202},
+		{"other path service", "POST", "/v1/logs/api", nil, `{"msg":"a"}`, 403},
+		{"prefix is not a match the other way", "POST", "/v1/logs/payments", nil, `{"msg":"a"}`, 403},
+		{"default service", "POST", "/v1/logs", nil, `{"msg":"a"}`, 403},
+		{"other header service", "POST", "/v1/logs", map[string]string{"X-Service": "api"}, `{"msg":"a"}`, 403},
+		{"one event of the batch elsewhere", "POST", "/v1/logs/checkout", nil, "{\"msg\":\"a\"}\n{\"msg\":\"b\",\"service\":\"api\"}\n", 403},
+		{"otlp json elsewhere", "POST", "/v1/logs", map[string]string{"Content-Type": "application/json"},
+			`{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"api"}}]},"scopeLogs":[{"logRecords":[{"body":{"stringValue":"x"}}]}]}]}`, 403},
+		{"logins", "POST", "/v1/logins", nil, `{"user":"bob"}`, 403},
+		{"retention", "POST", "/v1/retention?dry-run=1", nil, "", 403},
+		{"reads", "GET", "/v1/logs?service=api", nil, "", 200},
+		{"login reads", "GET", "/v1/logins/bob", nil, "", 200},
+	}
+	for _, c := range cases {
+		hdr := map[string]string{}
+		for k, v := range scoped {
+			hdr[k] = v
+		}
+		for k, v := range c.hdr {
+			hdr[k] = v
+		}
+		code, _, body := f.do(t, c.method, c.path, hdr, []byte(c.body))
+		if code != c.want {
+			t.Errorf("%s: %s %s = %d %s, want %d", c.name, c.method, c.path, code, body, c.want)
+		}
+		if code == 403 && !strings.Contains(body, "token") {
+			t.Errorf("%s: 403 without saying why: %s", c.name, body)
+		}
+	}
+	// Nothing of a refused batch is stored: api never got a blob.
+	f.buf.Close(t.Context())
+	var names []string
+	f.store.List(t.Context(), "", func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil })
+	for _, n := range names {
+		if strings.HasPrefix(n, "api/") || strings.HasPrefix(n, "default/") || strings.HasPrefix(n, "payments/") {
+			t.Errorf("blob %s holds events of a refused batch", n)
+		}
+	}
+	if len(names) == 0 {
+		t.Error("no blob at all: the accepted batches were not stored either")
+	}
+	// The unscoped token writes anything.
+	if code, _, body := f.do(t, "POST", "/v1/logins", map[string]string{"Authorization": "Bearer admin", "Content-Type": "application/x-ndjson"}, []byte(`{"user":"bob"}`)); code != 503 && code != 202 {
+		t.Errorf("admin token posting logins: %d %s", code, body)
+	}
+}
+
+// TestTokensReload: Reload swaps the tokens; a file that fails to load
+// leaves the previous ones in place.
+func TestTokensReload(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("old\n"), 0o600)
+	f := newFixture(t, Config{TokensFile: tokens}, buffer.Config{})
+	get := func(tok string) int {
+		code, _, _ := f.do(t, "GET", "/v1/logins/bob", map[string]string{"Authorization": "Bearer " + tok}, nil)
+		return code
+	}
+	if get("old") != 200 || get("new") != 401 {
+		t.Fatalf("before reload: old %d, new %d", get("old"), get("new"))
+	}
+	os.WriteFile(tokens, []byte("new\n"), 0o600)
+	if err := f.srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if get("old") != 401 || get("new") != 200 {
+		t.Fatalf("after reload: old %d, new %d", get("old"), get("new"))
+	}
+	os.WriteFile(tokens, []byte("# emptied by mistake\n"), 0o600)
+	if err := f.srv.Reload(); err == nil || !strings.Contains(err.Error(), "previous tokens stay") {
+		t.Fatalf("reload of an empty file: %v", err)
+	}
+	if get("new") != 200 {
+		t.Fatal("a failed reload dropped the tokens in use")
+	}
+}
