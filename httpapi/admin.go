@@ -110,4 +110,3 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 	ctx.SetContentType("application/json")
 	ctx.SetBody(append(b, '\n'))
 }
-
