@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,9 +112,15 @@ func start(t *testing.T, dataDir string, args ...string) *server {
 			t.Logf("server log:\n%s", s.stderr.String())
 		}
 	})
+	health := http.DefaultClient
+	if slices.Contains(args, "--tls-cert") {
+		// Only up or not matters here; the TLS tests check the certificate.
+		s.url = "https://127.0.0.1:" + strconv.Itoa(port)
+		health = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/healthz")
+		resp, err := health.Get(s.url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {

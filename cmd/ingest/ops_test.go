@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// runCLI runs the real binary with args and returns its combined output.
+func runCLI(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="), env...)
+	done := make(chan struct{})
+	// Bounded: a command that hangs on a lock fails the test instead.
+	timer := time.AfterFunc(60*time.Second, func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	out, err := cmd.CombinedOutput()
+	close(done)
+	return string(out), err
+}
+
+// TestCommandsBesideRunningServer: every command works while a server runs
+// on the same --data-dir, with no extra flag, even with --tokens set (the
+// table commands ask the server with the token of its run file), and again
+// after the server is killed (the run file it left is ignored).
+func TestCommandsBesideRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("writer\n"), 0o600)
+	s := start(t, dir, "--flush-interval", "50ms", "--stats-interval", "100ms", "--tokens", tokens)
+	auth := map[string]string{"Authorization": "Bearer writer"}
+	postAuth := func(path string, body []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", s.url+path, strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		for k, v := range auth {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 202 {
+			t.Fatalf("POST %s = %d %s", path, resp.StatusCode, b)
+		}
+	}
+	postAuth("/v1/logs", events("api", "web-1", "bs", 20))
+	now := time.Now().UTC()
+	postAuth("/v1/logins", fmt.Appendf(nil, `{"user":"alice","success":false,"ip":"203.0.113.9","ts":%q,"id":"att-beside"}`+"\n", now.Add(-time.Minute).Format(time.RFC3339Nano)))
+	if info, err := os.Stat(filepath.Join(dir, "server.json")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("run file: %v %v, want mode 0600", info, err)
+	}
+
+	poll := func(what string, args []string, ok func(string) bool) string {
+		t.Helper()
+		var out string
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if out, err = runCLI(t, nil, args...); err == nil && ok(out) {
+				return out
+			}
+			if err != nil {
+				break // an error is an error at once: no lock timeout to wait for
+			}
+		}
+		t.Fatalf("%s beside the running server: %v\n%s", what, err, out)
+		return ""
+	}
+	poll("logins", []string{"logins", "alice", "--data-dir", dir}, func(o string) bool { return strings.Contains(o, "att-beside") && strings.Contains(o, "false") })
+	poll("logins ndjson", []string{"logins", "alice", "--data-dir", dir, "--format", "ndjson"}, func(o string) bool {
+		return strings.Contains(o, `"id":"att-beside"`) && strings.Contains(o, `"ip":"203.0.113.9"`)
+	})
+	poll("stats", []string{"stats", "api", "--data-dir", dir, "--day", "2026-11-21"}, regexp.MustCompile(`16:00\s+20\s+0\s+0\s+20\s`).MatchString)
+	poll("retention --dry-run", []string{"retention", "--dry-run", "--data-dir", dir}, func(o string) bool { return strings.Contains(o, "no login table is older than 60 days") })
+	poll("retention", []string{"retention", "--data-dir", dir}, func(o string) bool { return strings.Contains(o, "no login table is older than 60 days") })
+	poll("ls", []string{"ls", "api/", "--data-dir", dir}, func(o string) bool { return strings.Contains(o, "EventCount=20") })
+	poll("cat", []string{"cat", "api/2026/11/21/1600/000001.log", "--data-dir", dir}, func(o string) bool { return strings.Count(o, "\n") == 20 })
+	poll("query", []string{"query", "--service", "api", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z", "--data-dir", dir}, func(o string) bool { return strings.Count(o, "\n") == 20 })
+
+	// Killed: the run file stays, names a dead process, and is ignored.
+	s.kill9()
+	if _, err := os.Stat(filepath.Join(dir, "server.json")); err != nil {
+		t.Fatalf("kill -9 should leave the run file behind (this test checks it is ignored): %v", err)
+	}
+	poll("logins after kill -9", []string{"logins", "alice", "--data-dir", dir}, func(o string) bool { return strings.Contains(o, "att-beside") })
+
+	// A clean stop removes the run file.
+	s = start(t, dir, "--tokens", tokens)
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "server.json")); !os.IsNotExist(err) {
+		t.Fatalf("run file after a clean stop: %v, want it removed", err)
+	}
+}
+
+// selfSigned writes a self-signed certificate for ingest.test and 127.0.0.1
+// and its key to certFile and keyFile, and returns the certificate's serial.
+func selfSigned(t *testing.T, certFile, keyFile string, serial int64) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: "ingest.test"},
+		DNSNames:     []string{"ingest.test"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written to temporary names and renamed, as a certificate manager does,
+	// so the server never reads half a file.
+	write := func(path string, blk *pem.Block) {
+		if err := os.WriteFile(path+".new", pem.EncodeToMemory(blk), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(keyFile, &pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	write(certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestTLSReloadOnSIGHUP: HTTPS with --tls-cert/--tls-key; after SIGHUP a new
+// handshake sees the new certificate while a keep-alive connection opened
+// before keeps working; the commands beside the server follow it.
+func TestTLSReloadOnSIGHUP(t *testing.T) {
+	certDir := t.TempDir()
+	certFile, keyFile := filepath.Join(certDir, "cert.pem"), filepath.Join(certDir, "key.pem")
+	selfSigned(t, certFile, keyFile, 1)
+	dir := t.TempDir()
+	s := start(t, dir, "--tls-cert", certFile, "--tls-key", keyFile)
+
+	// A client that trusts nothing but checks which certificate it got.
+	var dials atomic.Int32
+	client := func() *http.Client {
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			MaxConnsPerHost: 1,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			},
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		}}
+	}
+	serialOf := func(c *http.Client) (int64, *http.Response) {
+		t.Helper()
+		resp, err := c.Get(s.url + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.TLS == nil || resp.ProtoMajor != 1 || resp.ProtoMinor != 1 {
+			t.Fatalf("GET /healthz over TLS: %s %s, TLS %v", resp.Status, resp.Proto, resp.TLS != nil)
+		}
+		return resp.TLS.PeerCertificates[0].SerialNumber.Int64(), resp
+	}
+	old := client()
+	if serial, _ := serialOf(old); serial != 1 {
+		t.Fatalf("first certificate serial %d, want 1", serial)
+	}
+	if d := dials.Load(); d != 1 {
+		t.Fatalf("%d dials, want 1", d)
+	}
+
+	selfSigned(t, certFile, keyFile, 2)
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var serial int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if serial, _ = serialOf(client()); serial == 2 {
+			break
+		}
+	}
+	if serial != 2 {
+		t.Fatalf("a new handshake after SIGHUP sees serial %d, want 2\n%s", serial, s.stderr.String())
+	}
+	// The keep-alive connection opened before the reload still serves.
+	before := dials.Load()
+	serial, _ = serialOf(old)
+	if serial != 1 || dials.Load() != before {
+		t.Fatalf("old keep-alive connection: serial %d, dials %d -> %d; want serial 1 on the same connection", serial, before, dials.Load())
+	}
+	if !strings.Contains(s.stderr.String(), "reloaded") {
+		t.Errorf("no reload logged:\n%s", s.stderr.String())
+	}
+
+	// The commands beside the server reach it over HTTPS, trusting exactly
+	// the certificate of --tls-cert.
+	if out, err := runCLI(t, nil, "stats", "api", "--data-dir", dir); err != nil || !strings.Contains(out, "HOUR") {
+		t.Fatalf("ingest stats beside an HTTPS server: %v\n%s", err, out)
+	}
+	// A broken certificate on SIGHUP keeps the one in use.
+	os.WriteFile(certFile, []byte("not a certificate"), 0o600)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(s.stderr.String(), "cannot reload"); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if serial, _ := serialOf(client()); serial != 2 || !strings.Contains(s.stderr.String(), "previous certificate stays") {
+		t.Fatalf("after a bad certificate: serial %d, want 2 kept\n%s", serial, s.stderr.String())
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestTLSFlagsNeedBoth: a certificate without a key is refused at start.
+func TestTLSFlagsNeedBoth(t *testing.T) {
+	out, err := runCLI(t, nil, "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--tls-cert", "x.pem")
+	if err == nil || !strings.Contains(out, "give both") {
+		t.Fatalf("serve --tls-cert alone: %v\n%s", err, out)
+	}
+}
