@@ -5,15 +5,11 @@ import (
 	"unicode/utf8"
 )
 
-// SaltDelim separates the escaped user from the salt suffix in a salted
-// PartitionKey. EscapeKey always escapes it, so it never occurs inside a user.
-const SaltDelim = '~'
-
 const hexDigits = "0123456789ABCDEF"
 
 // needsEscape reports the ASCII bytes EscapeKey rewrites: the characters
 // Azure forbids in keys (/ \ # ? and control characters), '%' (the escape
-// itself) and the salt delimiter. Bytes >= 0x80 are decided per rune.
+// itself) and UserSep, the separator after the user in a RowKey. Bytes >= 0x80 are decided per rune.
 var needsEscape = func() (t [128]bool) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = true
@@ -21,7 +17,7 @@ var needsEscape = func() (t [128]bool) {
 	for _, c := range "/\\#?%\x7f" {
 		t[c] = true
 	}
-	t[SaltDelim] = true
+	t[UserSep] = true
 	return t
 }()
 

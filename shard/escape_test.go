@@ -97,30 +97,34 @@ func FuzzEscapeKey(f *testing.F) {
 		if !bytes.Equal(a, b) && bytes.Equal(ea, eb) {
 			t.Fatalf("%q and %q escape to the same %q", a, b, ea)
 		}
-		// Compound keys: different (user, salt) and (time, id) never collide.
-		k := NewKeyer(DefaultConfig())
-		for _, sa := range []int{-1, 0, 7} {
-			pk := k.AppendKey(nil, a, sa)
-			if !ValidKey(string(pk)) && len(pk) <= MaxKeyBytes/2 {
-				t.Fatalf("PartitionKey %q is not a valid key", pk)
+		// Compound RowKeys: different (user, time, id) never collide, the
+		// user's range holds its keys and no other user's, and they parse back.
+		for _, ts := range []int64{1e18, 1e18 + 100} {
+			rk := RowKey(nil, a, ts, b)
+			if !ValidKey(string(rk)) && len(rk) <= MaxKeyBytes/2 {
+				t.Fatalf("RowKey %q is not a valid key", rk)
 			}
-			u, salt, err := SplitPartitionKey(nil, pk)
-			if err != nil || salt != sa || !bytes.Equal(u, a) {
-				t.Fatalf("SplitPartitionKey(%q) = %q, %d, %v; want %q, %d", pk, u, salt, err, a, sa)
+			u, got, id, err := ParseRowKey(rk)
+			if err != nil || got != ts || !bytes.Equal(u, a) || !bytes.Equal(id, b) {
+				t.Fatalf("ParseRowKey(%q) = %q, %d, %q, %v", rk, u, got, id, err)
 			}
-			for _, sb := range []int{-1, 0, 7} {
-				if (sa != sb || !bytes.Equal(a, b)) && bytes.Equal(pk, k.AppendKey(nil, b, sb)) {
-					t.Fatalf("(%q,%d) and (%q,%d) share PartitionKey %q", a, sa, b, sb, pk)
+			from, to := UserRange(a)
+			if string(rk) < from || string(rk) >= to {
+				t.Fatalf("RowKey %q of %q is outside its range [%q, %q)", rk, a, from, to)
+			}
+			if !bytes.Equal(a, b) {
+				if rkb := RowKey(nil, b, ts, b); string(rkb) >= from && string(rkb) < to {
+					t.Fatalf("RowKey %q of %q is inside the range of %q", rkb, b, a)
+				}
+				if bytes.Equal(rk, RowKey(nil, b, ts, a)) {
+					t.Fatalf("(%q,%q) and (%q,%q) share RowKey %q", a, b, b, a, rk)
 				}
 			}
 		}
-		rk := RowKey(nil, 1e18, a)
-		ts, id, err := ParseRowKey(nil, rk)
+		lrk := LegacyRowKey(nil, 1e18, a)
+		ts, id, err := ParseLegacyRowKey(lrk)
 		if err != nil || ts != 1e18 || !bytes.Equal(id, a) {
-			t.Fatalf("ParseRowKey(%q) = %d, %q, %v", rk, ts, id, err)
-		}
-		if !bytes.Equal(a, b) && bytes.Equal(rk, RowKey(nil, 1e18, b)) {
-			t.Fatalf("ids %q and %q share RowKey %q", a, b, rk)
+			t.Fatalf("ParseLegacyRowKey(%q) = %d, %q, %v", lrk, ts, id, err)
 		}
 	})
 }

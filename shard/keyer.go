@@ -1,15 +1,16 @@
 package shard
 
 import (
+	"errors"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 )
 
-// BucketWidth is the width of the hex hash bucket that starts every
-// PartitionKey.
+// BucketWidth is the width of a PartitionKey: the hash bucket in hex.
 const BucketWidth = 4
 
 // Count-min sketch dimensions. With 8,192 counters per row the expected
@@ -48,21 +49,21 @@ func (k *Keyer) Config() Config { return k.cfg }
 // Salted is the number of attempts given a salted PartitionKey so far.
 func (k *Keyer) Salted() uint64 { return k.salted.Load() }
 
-// PartitionKey appends the PartitionKey of one attempt to dst and records
-// the attempt in the user's rate. unixNano is the intake (arrival) time: it
-// is the clock of the rate estimate, so pass the time the attempt is
-// accepted, not the client's timestamp. A user above Config.HotRate gets a
-// salted key, the salt chosen from a hash of id, so the decision must be
-// stored with the attempt (the caller's write-ahead log keeps the key) for a
-// replay to reuse it.
+// PartitionKey appends the PartitionKey of one attempt to dst, the hash
+// bucket of its user, and records the attempt in the user's rate. unixNano
+// is the intake (arrival) time: it is the clock of the rate estimate, so
+// pass the time the attempt is accepted, not the client's timestamp. A user
+// above Config.HotRate gets the bucket of (user, salt), the salt chosen from
+// a hash of id, so the decision must be stored with the attempt (the
+// caller's write-ahead log keeps the key) for a replay to reuse it.
 func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
-	h := xxhash.Sum64(user)
+	h := hashUser(user)
 	if k.cfg.Salts == 0 {
-		return appendPK(dst, k.bucket(h, -1), user, -1)
+		return appendBucket(dst, k.bucket(h, -1))
 	}
 	rate := k.observe(h, unixNano)
 	if rate <= k.cfg.HotRate {
-		return appendPK(dst, k.bucket(h, -1), user, -1)
+		return appendBucket(dst, k.bucket(h, -1))
 	}
 	var sh uint64
 	if len(id) > 0 {
@@ -72,27 +73,33 @@ func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
 	}
 	salt := int(sh % uint64(k.cfg.Salts))
 	k.salted.Add(1)
-	return appendPK(dst, k.bucket(h, salt), user, salt)
+	return appendBucket(dst, k.bucket(h, salt))
 }
 
 // AppendKey appends the PartitionKey of user with the given salt (-1: the
 // unsalted key), without touching the rate estimate.
 func (k *Keyer) AppendKey(dst, user []byte, salt int) []byte {
-	return appendPK(dst, k.bucket(xxhash.Sum64(user), salt), user, salt)
+	return appendBucket(dst, k.bucket(hashUser(user), salt))
 }
 
-// ReadKeys lists every PartitionKey user's attempts can be stored under:
-// the unsalted key first, then one per salt (Config.Salts+1 keys in all).
+// ReadKeys lists every PartitionKey user's attempts can be stored under,
+// each once: the unsalted bucket first, then the buckets of the salts not
+// already listed (at most Config.Salts+1 keys). Reading the user's latest N
+// is one UserRange query with $top=N in each.
 func (k *Keyer) ReadKeys(user []byte) []string {
 	keys := make([]string, 0, 1+k.cfg.Salts)
-	h := xxhash.Sum64(user)
-	var buf []byte
+	h := hashUser(user)
+	var buf [BucketWidth]byte
 	for salt := -1; salt < k.cfg.Salts; salt++ {
-		buf = appendPK(buf[:0], k.bucket(h, salt), user, salt)
-		keys = append(keys, string(buf))
+		pk := string(appendBucket(buf[:0], k.bucket(h, salt)))
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
 	}
 	return keys
 }
+
+func hashUser(user []byte) uint64 { return xxhash.Sum64(user) }
 
 // bucket places (user, salt) in one of cfg.Partitions buckets. Each salt
 // gets its own, independently mixed bucket, so a hot user's partitions are
@@ -104,48 +111,31 @@ func (k *Keyer) bucket(h uint64, salt int) int {
 	return int(h % uint64(k.cfg.Partitions))
 }
 
-// appendPK writes bucket (4 hex digits) '_' escaped-user ['~' salt (2 digits)].
-func appendPK(dst []byte, bucket int, user []byte, salt int) []byte {
+// appendBucket writes a bucket as 4 lower-case hex digits.
+func appendBucket(dst []byte, bucket int) []byte {
 	const hex = "0123456789abcdef"
-	dst = append(dst, hex[bucket>>12&15], hex[bucket>>8&15], hex[bucket>>4&15], hex[bucket&15], '_')
-	dst = EscapeKey(dst, user)
-	if salt >= 0 {
-		dst = append(dst, SaltDelim, byte('0'+salt/10), byte('0'+salt%10))
-	}
-	return dst
+	return append(dst, hex[bucket>>12&15], hex[bucket>>8&15], hex[bucket>>4&15], hex[bucket&15])
 }
 
-// SplitPartitionKey parses a PartitionKey made by this package into the
-// unescaped user (appended to dst) and the salt (-1 when unsalted).
-func SplitPartitionKey(dst, pk []byte) (user []byte, salt int, err error) {
-	if len(pk) < BucketWidth+1 || pk[BucketWidth] != '_' {
-		return dst, 0, ErrBadPartitionKey
+// ParseBucket returns the bucket number of a PartitionKey made by
+// PartitionKey.
+func ParseBucket(pk []byte) (int, error) {
+	if len(pk) != BucketWidth {
+		return 0, ErrBadPartitionKey
 	}
-	for _, c := range pk[:BucketWidth] {
-		if _, ok := unhex(c); !ok {
-			return dst, 0, ErrBadPartitionKey
+	b := 0
+	for _, c := range pk {
+		v, ok := unhex(c)
+		if !ok {
+			return 0, ErrBadPartitionKey
 		}
+		b = b<<4 | int(v)
 	}
-	rest := pk[BucketWidth+1:]
-	salt = -1
-	if n := len(rest); n >= 3 && rest[n-3] == SaltDelim {
-		d1, d2 := rest[n-2], rest[n-1]
-		if d1 < '0' || d1 > '9' || d2 < '0' || d2 > '9' {
-			return dst, 0, ErrBadPartitionKey
-		}
-		salt = int(d1-'0')*10 + int(d2-'0')
-		rest = rest[:n-3]
-	}
-	user, err = UnescapeKey(dst, rest)
-	return user, salt, err
+	return b, nil
 }
 
 // ErrBadPartitionKey reports a key not made by PartitionKey.
-var ErrBadPartitionKey = errorString("cannot parse PartitionKey: want 4 hex digits, '_', the escaped user and an optional ~NN salt")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var ErrBadPartitionKey = errors.New("cannot parse PartitionKey: want 4 hex digits")
 
 // observe counts one attempt of the user hashed to h at unixNano and returns
 // the user's estimated rate (attempts/s): this second's count plus the

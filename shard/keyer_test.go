@@ -1,10 +1,8 @@
 package shard
 
 import (
-	"bytes"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -48,9 +46,10 @@ func feed(k *Keyer, user string, n int, start int64, seconds float64) (keys map[
 	var buf, id []byte
 	for i := range n {
 		id = strconv.AppendInt(id[:0], int64(i), 10)
+		before := k.Salted()
 		buf = k.PartitionKey(buf[:0], []byte(user), id, start+int64(i)*step)
 		keys[string(buf)]++
-		if _, s, _ := SplitPartitionKey(nil, buf); s >= 0 {
+		if k.Salted() > before {
 			salted++
 		}
 	}
@@ -66,8 +65,8 @@ func TestSaltingOnlyForHotUser(t *testing.T) {
 	}
 	// A user at 5,000/s is salted once its rate passes 1,000/s...
 	keys, salted = feed(k, "alice@example.com", 25000, t0+5e9, 5)
-	if len(keys) != 1+k.cfg.Salts {
-		t.Fatalf("hot user: %d keys, want %d", len(keys), 1+k.cfg.Salts)
+	if want := len(k.ReadKeys([]byte("alice@example.com"))); len(keys) != want || want < 14 {
+		t.Fatalf("hot user: %d keys, want %d (all of ReadKeys)", len(keys), want)
 	}
 	unsalted := keys[string(k.AppendKey(nil, []byte("alice@example.com"), -1))]
 	if unsalted > 1100 || salted != 25000-unsalted {
@@ -103,8 +102,11 @@ func TestReadKeysCoverPartitionKey(t *testing.T) {
 		k := NewKeyer(cfg)
 		for _, user := range []string{"alice@example.com", "", "a~01", "x/y#z"} {
 			read := k.ReadKeys([]byte(user))
-			if len(read) != 1+cfg.Salts {
-				t.Fatalf("ReadKeys(%q) = %d keys, want %d", user, len(read), 1+cfg.Salts)
+			if len(read) < 1 || len(read) > min(1+cfg.Salts, cfg.Partitions) {
+				t.Fatalf("ReadKeys(%q) = %d keys, want 1..%d", user, len(read), min(1+cfg.Salts, cfg.Partitions))
+			}
+			if read[0] != string(k.AppendKey(nil, []byte(user), -1)) {
+				t.Fatalf("ReadKeys(%q)[0] = %q, want the unsalted bucket", user, read[0])
 			}
 			seen := map[string]bool{}
 			for _, r := range read {
@@ -125,28 +127,33 @@ func TestReadKeysCoverPartitionKey(t *testing.T) {
 
 func TestSaltedBucketsSpread(t *testing.T) {
 	k := NewKeyer(DefaultConfig())
-	buckets := map[string]bool{}
-	for _, pk := range k.ReadKeys([]byte("alice@example.com")) {
-		buckets[pk[:BucketWidth]] = true
-	}
 	// 17 keys over 256 buckets: a few may share a bucket, most must not.
-	if len(buckets) < 14 {
-		t.Fatalf("salted keys use only %d distinct buckets: %v", len(buckets), k.ReadKeys([]byte("alice@example.com")))
+	if n := len(k.ReadKeys([]byte("alice@example.com"))); n < 14 {
+		t.Fatalf("salted keys use only %d distinct buckets: %v", n, k.ReadKeys([]byte("alice@example.com")))
 	}
 }
 
 func TestPartitionKeyFormat(t *testing.T) {
 	k := NewKeyer(DefaultConfig())
 	pk := k.PartitionKey(nil, []byte("alice@example.com"), []byte("01JDQ8"), t0)
-	if string(pk) != "001e_alice@example.com" {
+	if string(pk) != "001e" {
 		t.Fatalf("PartitionKey = %q", pk)
 	}
-	if got := k.ReadKeys([]byte("alice@example.com"))[2]; got != "00b5_alice@example.com~01" {
+	if got := string(k.AppendKey(nil, []byte("alice@example.com"), 1)); got != "00b5" {
 		t.Fatalf("salt 1 key = %q", got)
 	}
-	long := strings.Repeat("\x01", 400)
-	if pk := k.AppendKey(nil, []byte(long), 99); len(pk) != 5+1200+3 || !bytes.HasSuffix(pk, []byte("~99")) {
-		t.Fatalf("long key: %d bytes", len(pk))
+	if b, err := ParseBucket(pk); err != nil || b != 0x1e {
+		t.Fatalf("ParseBucket(%q) = %d, %v", pk, b, err)
+	}
+	for _, bad := range []string{"", "001", "001e_", "zz1e"} {
+		if _, err := ParseBucket([]byte(bad)); err == nil {
+			t.Errorf("ParseBucket(%q): want an error", bad)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Partitions = 1 << 16
+	if pk := NewKeyer(cfg).AppendKey(nil, []byte("x"), 99); len(pk) != BucketWidth {
+		t.Fatalf("bucket key %q is not %d hex digits", pk, BucketWidth)
 	}
 }
 
@@ -174,7 +181,7 @@ func TestPartitionKeyAllocs(t *testing.T) {
 	user, id := []byte("alice@example.com"), []byte("01JDQ8")
 	n := testing.AllocsPerRun(1000, func() {
 		buf = k.PartitionKey(buf[:0], user, id, t0)
-		buf = RowKey(buf[:0], t0, id)
+		buf = RowKey(buf[:0], user, t0, id)
 	})
 	if n != 0 {
 		t.Fatalf("PartitionKey+RowKey allocate %v times per call", n)
@@ -192,7 +199,7 @@ func BenchmarkPartitionKey(b *testing.B) {
 			i++
 			user = strconv.AppendInt(user[:4], i%100000, 10)
 			buf = k.PartitionKey(buf[:0], user, user, t0+i*1000)
-			buf = RowKey(buf, t0+i*1000, user)
+			buf = RowKey(buf, user, t0+i*1000, user)
 		}
 	})
 }

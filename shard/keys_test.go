@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"math"
 	"sort"
 	"testing"
@@ -10,8 +9,11 @@ import (
 
 func TestRowKey(t *testing.T) {
 	base := time.Date(2026, 11, 21, 18, 4, 5, 123456700, time.UTC).UnixNano()
-	if got, want := string(RowKey(nil, base, []byte("01JDQ8"))), "8584063226403541240_01JDQ8"; got != want {
+	if got, want := string(RowKey(nil, []byte("alice@example.com"), base, []byte("01JDQ8"))), "alice@example.com~8584063226403541240_01JDQ8"; got != want {
 		t.Fatalf("RowKey = %q, want %q", got, want)
+	}
+	if got, want := string(LegacyRowKey(nil, base, []byte("01JDQ8"))), "8584063226403541240_01JDQ8"; got != want {
+		t.Fatalf("LegacyRowKey = %q, want %q", got, want)
 	}
 	times := []int64{
 		0, 1, 100, base, base + 100, base + 1e9, base - 86400e9,
@@ -19,12 +21,12 @@ func TestRowKey(t *testing.T) {
 	}
 	var keys []string
 	for _, ts := range times {
-		rk := RowKey(nil, ts, []byte("id"))
-		if len(rk) != RowKeyTimeWidth+3 {
+		rk := RowKey(nil, []byte("u"), ts, []byte("id"))
+		if len(rk) != RowKeyTimeWidth+5 {
 			t.Fatalf("RowKey(%d) = %q: not fixed width", ts, rk)
 		}
-		got, id, err := ParseRowKey(nil, rk)
-		if err != nil || got != ts/100*100 || string(id) != "id" {
+		u, got, id, err := ParseRowKey(rk)
+		if err != nil || got != ts/100*100 || string(id) != "id" || string(u) != "u" {
 			t.Fatalf("ParseRowKey(%q) = %d, %q, %v; want %d", rk, got, id, err, ts)
 		}
 		keys = append(keys, string(rk))
@@ -43,9 +45,26 @@ func TestRowKey(t *testing.T) {
 }
 
 func TestParseRowKeyErrors(t *testing.T) {
-	for _, in := range []string{"", "123_x", "922337203685477580x_a", "9999999999999999999_a", "8584063226403541240-a", "8584063226403541240_%"} {
-		if _, _, err := ParseRowKey(nil, []byte(in)); err == nil {
+	for _, in := range []string{"", "u", "u~123_x", "u~922337203685477580x_a", "u~9999999999999999999_a", "u~8584063226403541240-a", "u~8584063226403541240_%", "%~8584063226403541240_a"} {
+		if _, _, _, err := ParseRowKey([]byte(in)); err == nil {
 			t.Errorf("ParseRowKey(%q): want an error", in)
+		}
+	}
+	if _, _, err := ParseLegacyRowKey([]byte("123_x")); err == nil {
+		t.Error("ParseLegacyRowKey(123_x): want an error")
+	}
+}
+
+func TestUserRange(t *testing.T) {
+	from, to := UserRange([]byte("a/b"))
+	if from != "a%2Fb~" || to != "a%2Fb~:" {
+		t.Fatalf("UserRange = %q, %q", from, to)
+	}
+	// Users that are prefixes of each other keep disjoint ranges.
+	for _, other := range []string{"a", "a/", "a/bc", "a/b~", "a/b0"} {
+		rk := string(RowKey(nil, []byte(other), 0, []byte("x")))
+		if rk >= from && rk < to {
+			t.Errorf("RowKey %q of %q falls in the range of a/b", rk, other)
 		}
 	}
 }
@@ -66,17 +85,5 @@ func TestAppendPadded(t *testing.T) {
 		if got := string(appendPadded(nil, c.v, c.w)); got != c.want {
 			t.Errorf("appendPadded(%d, %d) = %q, want %q", c.v, c.w, got, c.want)
 		}
-	}
-}
-
-func TestSplitPartitionKeyErrors(t *testing.T) {
-	for _, in := range []string{"", "001e", "001ealice", "zz1e_alice", "001e_alice~0x", "001e_a%"} {
-		if _, _, err := SplitPartitionKey(nil, []byte(in)); err == nil {
-			t.Errorf("SplitPartitionKey(%q): want an error", in)
-		}
-	}
-	u, salt, err := SplitPartitionKey(nil, []byte("001e_alice%7E01"))
-	if err != nil || salt != -1 || !bytes.Equal(u, []byte("alice~01")) {
-		t.Errorf("escaped delimiter: %q, %d, %v", u, salt, err)
 	}
 }

@@ -129,13 +129,16 @@ func (s *AzureStore) batchErr(table string, err error) error {
 }
 
 // Query implements Store.
-func (s *AzureStore) Query(ctx context.Context, table, pk, rowFrom string, top int) ([]Entity, error) {
+func (s *AzureStore) Query(ctx context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error) {
 	if top <= 0 {
 		return nil, nil
 	}
 	f := "PartitionKey eq " + odataString(pk)
 	if rowFrom != "" {
 		f += " and RowKey ge " + odataString(rowFrom)
+	}
+	if rowTo != "" {
+		f += " and RowKey lt " + odataString(rowTo)
 	}
 	var out []Entity
 	pager := s.client(table).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f, Top: ptr(int32(min(top, 1000)))})
@@ -251,10 +254,12 @@ func wrapErr(op string, err error) error {
 		kind = ErrExists
 	case code == string(aztables.UpdateConditionNotSatisfied), status == http.StatusPreconditionFailed:
 		kind = ErrPrecondition
-	case code == "ServerBusy", code == "InternalError", code == "OperationTimedOut",
-		status == http.StatusRequestTimeout, status == http.StatusTooManyRequests,
+	case code == "ServerBusy", status == http.StatusServiceUnavailable, status == http.StatusTooManyRequests:
+		return fmt.Errorf("cannot %s: %w: %w: %w", op, ErrThrottled, ErrTransient, err)
+	case code == "InternalError", code == "OperationTimedOut",
+		status == http.StatusRequestTimeout,
 		status == http.StatusInternalServerError, status == http.StatusBadGateway,
-		status == http.StatusServiceUnavailable, status == http.StatusGatewayTimeout:
+		status == http.StatusGatewayTimeout:
 		kind = ErrTransient
 	case status == 0 && isNetworkError(err):
 		kind = ErrTransient

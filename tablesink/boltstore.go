@@ -154,7 +154,7 @@ func (s *BoltStore) decode(pk, rk string, v []byte) (Entity, error) {
 }
 
 // Query implements Store.
-func (s *BoltStore) Query(_ context.Context, table, pk, rowFrom string, top int) ([]Entity, error) {
+func (s *BoltStore) Query(_ context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error) {
 	var out []Entity
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketName(table))
@@ -162,8 +162,15 @@ func (s *BoltStore) Query(_ context.Context, table, pk, rowFrom string, top int)
 			return fmt.Errorf("cannot query table %s: %w", table, ErrTableNotFound)
 		}
 		prefix := boltKey(nil, pk, "")
+		var end []byte
+		if rowTo != "" {
+			end = boltKey(nil, pk, rowTo)
+		}
 		c := b.Cursor()
 		for k, v := c.Seek(boltKey(nil, pk, rowFrom)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < top; k, v = c.Next() {
+			if end != nil && bytes.Compare(k, end) >= 0 {
+				break
+			}
 			e, err := s.decode(pk, string(k[len(prefix):]), v)
 			if err != nil {
 				return err

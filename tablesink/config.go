@@ -22,9 +22,9 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: 60 days, 16 transactions in flight
-// (most users' attempts of one flush are a transaction of their own, so the
-// request rate, not the batch size, bounds a flush), 5 tries, the host name
-// as instance.
+// (a flush holds about one transaction per bucket; several in flight keep
+// the service busy while each round trip waits), 5 tries, the host name as
+// instance.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{RetentionDays: 60, Parallel: 16, Retries: 5, Instance: host, Shard: shard.DefaultConfig()}

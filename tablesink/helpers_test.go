@@ -124,15 +124,15 @@ func (c *countingStore) Batch(ctx context.Context, table string, ents []Entity) 
 	return c.Store.Batch(ctx, table, ents)
 }
 
-func (c *countingStore) Query(ctx context.Context, table, pk, rowFrom string, top int) ([]Entity, error) {
+func (c *countingStore) Query(ctx context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error) {
 	c.count("Query")
-	return c.Store.Query(ctx, table, pk, rowFrom, top)
+	return c.Store.Query(ctx, table, pk, rowFrom, rowTo, top)
 }
 
 // countRows counts the entities of one partition.
 func countRows(t testing.TB, st Store, table, pk string) int {
 	t.Helper()
-	ents, err := st.Query(context.Background(), table, pk, "", 1<<20)
+	ents, err := st.Query(context.Background(), table, pk, "", "", 1<<20)
 	if err != nil {
 		t.Fatalf("query %s/%s: %v", table, pk, err)
 	}

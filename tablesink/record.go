@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -39,7 +40,11 @@ const maxStringBytes = MaxStringBytes / 2
 //
 // The record is compact JSON:
 //
-//	{"pk":"001e_alice@example.com","rk":"8584063226403541240_01JDQ8","t":1795284245123456700,"u":"alice@example.com","s":false,"ip":"10.0.0.1","ua":"curl/8","id":"01JDQ8","p":{"country":"fr"}}
+//	{"pk":"001e","rk":"alice@example.com~8584063226403541240_01JDQ8","s":false,"ip":"10.0.0.1","ua":"curl/8","p":{"country":"fr"}}
+//
+// The user, the time (to 100 ns, Azure's DateTime resolution) and the id
+// are read back from the RowKey: records stay small, so a --flush-bytes
+// chunk holds more attempts and fills more of each bucket's transaction.
 func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err error) {
 	now := s.now().UnixNano()
 	day, today := dayOf(a.Time), dayOf(now)
@@ -67,26 +72,19 @@ func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err
 	defer s.scratch.Put(sc)
 	buf := s.keyer.PartitionKey((*sc)[:0], a.User, a.ID, now)
 	n := len(buf)
-	buf = shard.RowKey(buf, a.Time, a.ID)
+	buf = shard.RowKey(buf, a.User, a.Time, a.ID)
 	*sc = buf
 	pk, rk := buf[:n], buf[n:]
 	// Escaped keys hold no forbidden character; only their length can
 	// exceed Azure's limit, and up to 512 bytes it cannot.
-	if len(pk) > shard.MaxKeyBytes/2 && !shard.ValidKey(unsafeString(pk)) {
-		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes makes a PartitionKey over Azure's 1 KiB", len(a.User))
-	}
 	if len(rk) > shard.MaxKeyBytes/2 && !shard.ValidKey(unsafeString(rk)) {
-		return "", dst, fmt.Errorf("cannot accept login attempt: an id of %d bytes makes a RowKey over Azure's 1 KiB", len(a.ID))
+		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes and an id of %d bytes make a RowKey over Azure's 1 KiB", len(a.User), len(a.ID))
 	}
 
 	dst = append(dst, `{"pk":`...)
 	dst = logline.AppendQuoted(dst, pk)
 	dst = append(dst, `,"rk":`...)
 	dst = logline.AppendQuoted(dst, rk)
-	dst = append(dst, `,"t":`...)
-	dst = strconv.AppendInt(dst, a.Time, 10)
-	dst = append(dst, `,"u":`...)
-	dst = logline.AppendQuoted(dst, a.User)
 	if a.HasSuccess {
 		dst = append(dst, `,"s":`...)
 		dst = strconv.AppendBool(dst, a.Success)
@@ -98,10 +96,6 @@ func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err
 	if len(a.UA) > 0 {
 		dst = append(dst, `,"ua":`...)
 		dst = logline.AppendQuoted(dst, a.UA)
-	}
-	if len(a.ID) > 0 {
-		dst = append(dst, `,"id":`...)
-		dst = logline.AppendQuoted(dst, a.ID)
 	}
 	if len(a.Props) > 0 {
 		dst = append(dst, `,"p":`...)
@@ -124,9 +118,24 @@ func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
 	if len(pk) == 0 || len(rk) == 0 {
 		return Entity{}, errors.New("cannot parse login record: no pk or rk")
 	}
+	var user, id []byte
+	var t int64
+	if len(pk) > shard.BucketWidth && pk[shard.BucketWidth] == '_' {
+		// A record of the first key scheme (bucket "_" user, with u, t and
+		// id fields, from a write-ahead log replayed across an upgrade): the
+		// same bucket, the current RowKey, so it lands where reads look.
+		user, t, id = v.GetStringBytes("u"), v.GetInt64("t"), v.GetStringBytes("id")
+		pk = pk[:shard.BucketWidth]
+		rk = shard.RowKey(nil, user, t, id)
+	} else if user, t, id, err = shard.ParseRowKey(rk); err != nil {
+		return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
+	}
 	e := Entity{PartitionKey: string(pk), RowKey: string(rk), Props: make(map[string]any, 8)}
-	e.Props["User"] = string(v.GetStringBytes("u"))
-	e.Props["Time"] = time.Unix(0, v.GetInt64("t")).UTC()
+	e.Props["User"] = validUTF8(user)
+	e.Props["Time"] = time.Unix(0, t).UTC()
+	if len(id) > 0 {
+		e.Props["ID"] = validUTF8(id)
+	}
 	if sv := v.Get("s"); sv != nil {
 		b, err := sv.Bool()
 		if err != nil {
@@ -134,7 +143,7 @@ func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
 		}
 		e.Props["Success"] = b
 	}
-	for _, f := range [...][2]string{{"ip", "IP"}, {"ua", "UA"}, {"id", "ID"}} {
+	for _, f := range [...][2]string{{"ip", "IP"}, {"ua", "UA"}} {
 		if b := v.GetStringBytes(f[0]); len(b) > 0 {
 			e.Props[f[1]] = string(b)
 		}
@@ -156,7 +165,9 @@ func attemptFromEntity(e *Entity) Attempt {
 	var a Attempt
 	if t, ok := e.Props["Time"].(time.Time); ok {
 		a.Time = t.UnixNano()
-	} else if ts, _, err := shard.ParseRowKey(nil, []byte(e.RowKey)); err == nil {
+	} else if _, ts, _, err := shard.ParseRowKey([]byte(e.RowKey)); err == nil {
+		a.Time = ts
+	} else if ts, _, err := shard.ParseLegacyRowKey([]byte(e.RowKey)); err == nil {
 		a.Time = ts
 	}
 	str := func(k string) []byte {
@@ -200,4 +211,23 @@ func AppendAttemptJSON(dst []byte, a *Attempt) []byte {
 		}
 	}
 	return append(dst, '}')
+}
+
+// validUTF8 returns b as a string with each invalid byte replaced by
+// U+FFFD, as the JSON encoding of the attempt's fields does.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return string(out)
 }

@@ -29,6 +29,8 @@ type Sink struct {
 	scratch sync.Pool
 	parsers fastjson.ParserPool
 	day     atomic.Pointer[dayName]
+	schemes schemeCache
+	dead    deadLetters
 	m       metrics
 }
 
@@ -40,6 +42,8 @@ type dayName struct {
 type metrics struct {
 	entities     prometheus.Counter
 	transactions prometheus.Counter
+	requests     prometheus.Counter
+	deadLetters  *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
 	created      prometheus.Counter
@@ -64,11 +68,17 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 		transactions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ingest_login_transactions_total", Help: "Entity group transactions committed to day tables.",
 		}),
+		requests: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ingest_login_write_requests_total", Help: "Write requests sent to the table service for login attempts (transactions and single upserts, retries included); divided by ingest_login_entities_written_total it is the cost per attempt.",
+		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingest_login_dead_letters_total", Help: "Login records written to the dead-letter blobs (_deadletter/logins/...) instead of the day table, by reason: rejected (the table service refuses the entity on its own) or bad_record (unparseable or over Azure's limits).",
+		}, []string{"reason"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ingest_login_retries_total", Help: "Transactions retried, by reason: transient (503, 500, timeouts, resets) or table_not_found (table created, then retried).",
+			Name: "ingest_login_retries_total", Help: "Transactions retried, by reason: throttled (503 ServerBusy, 429), transient (500, timeouts, resets) or table_not_found (table created, then retried).",
 		}, []string{"reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ingest_login_records_dropped_total", Help: "Buffered login records not stored, by reason: bad_record (unparseable) or expired (day past the retention at flush time).",
+			Name: "ingest_login_records_dropped_total", Help: "Buffered login records not stored, by reason: expired (day past the retention at flush time), or rejected and bad_record when no dead-letter store is configured.",
 		}, []string{"reason"}),
 		created: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ingest_login_tables_created_total", Help: "Day tables created (ahead of their day, or on first write).",
@@ -78,7 +88,7 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.retries, s.m.dropped, s.m.created, s.m.deleted} {
+		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.requests, s.m.deadLetters, s.m.retries, s.m.dropped, s.m.created, s.m.deleted} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("cannot register tablesink metrics: %w", err)
 			}
@@ -111,14 +121,17 @@ func (s *Sink) expired(day int64) bool {
 }
 
 // Flush stores the records of one day table (key, as AppendRecord returned
-// it): grouped by PartitionKey into entity group transactions of at most 100
-// entities and 4 MiB, several in flight at once, each an upsert so that a
-// replayed or retried flush duplicates nothing. Transient errors are retried
-// with exponential backoff and jitter up to --login-flush-retries tries per
-// transaction; a missing table is created and the transaction retried. It
-// returns nil only when every record is committed (or dropped: unparseable,
-// or its day past the retention, both counted); otherwise the caller retries
-// the same data later.
+// it): grouped by PartitionKey (a hash bucket, shared by many users) into
+// entity group transactions of at most 100 entities and 4 MiB,
+// --login-flush-parallel in flight at once, each an upsert so that a
+// replayed or retried flush duplicates nothing. Throttling (503 ServerBusy,
+// 429) and other transient errors are retried with exponential backoff and
+// jitter; a missing table is created and the transaction retried. An
+// entity the service refuses on its own, and a record that cannot be made
+// into an entity, goes to a dead-letter blob with the reason (see
+// SetDeadLetters) and the flush moves on. It returns nil only when every
+// record is committed or dead-lettered (or dropped because its day is past
+// the retention, counted); otherwise the caller retries the same data later.
 func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 	day, ok := parseTableName(s.prefix, key)
 	if !ok {
@@ -130,8 +143,11 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 		s.log.Warn("dropping login attempts past the retention", "table", key, "records", n, "retention_days", s.cfg.RetentionDays)
 		return nil
 	}
-	ents := s.parseRecords(key, data)
-	batches := buildBatches(ents)
+	ents, bad := s.parseRecords(key, data)
+	if err := s.deadLetter(ctx, key, bad); err != nil {
+		return err
+	}
+	batches := buildBatches(s.withSaltedMarkers(ents))
 	if len(batches) == 0 {
 		return nil
 	}
@@ -147,37 +163,42 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
 		return nil
 	}
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, s.cfg.Parallel)
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		rejected []deadLetter
+		sem      = make(chan struct{}, s.cfg.Parallel)
 	)
 	for _, b := range batches {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) })
+			var refused []deadLetter
 			if errors.Is(err, ErrRejected) {
-				err = s.isolate(ctx, key, day, b)
+				refused, err = s.isolate(ctx, key, day, b)
 			}
+			mu.Lock()
+			rejected = append(rejected, refused...)
 			if err != nil {
-				mu.Lock()
 				errs = append(errs, err)
-				mu.Unlock()
 			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	if len(errs) > 0 {
 		return fmt.Errorf("cannot flush %d of %d transactions to table %s: %w", len(errs), len(batches), key, errors.Join(errs...))
 	}
-	return nil
+	return s.deadLetter(ctx, key, rejected)
 }
 
-func (s *Sink) parseRecords(table string, data []byte) []Entity {
+// parseRecords turns record lines into entities; the lines that cannot be
+// stored (unparseable, or over Azure's limits) come back as dead letters.
+func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []deadLetter) {
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
-	ents := make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
+	ents = make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -190,35 +211,68 @@ func (s *Sink) parseRecords(table string, data []byte) []Entity {
 		}
 		e, err := recordEntity(p, line)
 		if err != nil {
-			s.m.dropped.WithLabelValues("bad_record").Inc()
-			s.log.Warn("skipping a bad login record", "table", table, "line", n, "err", err)
+			s.log.Warn("a login record cannot be stored", "table", table, "line", n, "err", err)
+			bad = append(bad, deadLetter{reason: "bad_record", err: err, record: line})
 			continue
 		}
 		ents = append(ents, e)
+	}
+	return ents, bad
+}
+
+// withSaltedMarkers adds, for every user with attempts under a salted
+// partition, the user's salted marker in the user's unsalted partition: the
+// row that tells Tail to read the salted partitions too. It is an upsert
+// like the others, so writing it at every flush of a hot user costs one
+// entity per user and flush.
+func (s *Sink) withSaltedMarkers(ents []Entity) []Entity {
+	var seen map[string]bool
+	var home, raw []byte
+	n := len(ents)
+	for i := range n {
+		// The user as the RowKey holds it (raw bytes, as reads hash them).
+		rk := unsafeBytes(ents[i].RowKey)
+		esc := rk[:max(bytes.IndexByte(rk, shard.UserSep), 0)]
+		raw = esc
+		if bytes.IndexByte(esc, '%') >= 0 {
+			raw, _ = shard.UnescapeKey(raw[:0:0], esc)
+		}
+		home = s.keyer.AppendKey(home[:0], raw, -1)
+		if string(home) == ents[i].PartitionKey || seen[string(esc)] {
+			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[string(esc)] = true
+		marker := shard.SaltedMarker(nil, raw)
+		ents = append(ents, Entity{PartitionKey: string(home), RowKey: string(marker),
+			Props: map[string]any{"User": ents[i].Props["User"], "Salts": int32(s.cfg.Shard.Salts)}})
 	}
 	return ents
 }
 
 // isolate handles a transaction the service rejected as invalid: one bad
 // entity fails its whole transaction, so each entity is written alone. The
-// good ones are stored; one the service still rejects on its own can never
-// be stored, and is dropped, logged with its keys and counted, rather than
-// retried forever while it holds up the day's other attempts.
-func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Entity) error {
+// good ones are stored; those the service still rejects on their own can
+// never be stored, and are returned for the dead-letter blob rather than
+// retried forever while they hold up the day's other attempts.
+func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Entity) ([]deadLetter, error) {
+	var refused []deadLetter
 	for i := range batch {
 		one := batch[i : i+1]
 		err := s.submit(ctx, table, day, 1, 1, func() error { return s.store.Batch(ctx, table, one) })
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrRejected):
-			s.m.dropped.WithLabelValues("rejected").Inc()
-			s.log.Error("dropping a login attempt the table service rejects as invalid", "table", table,
+			s.log.Error("the table service rejects a login attempt as invalid; writing it to the dead-letter blob", "table", table,
 				"partition_key", one[0].PartitionKey, "row_key", one[0].RowKey, "err", err)
+			refused = append(refused, deadLetter{reason: "rejected", err: err, record: appendEntityJSON(nil, &one[0])})
 		default:
-			return err
+			return refused, err
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // MultiBatcher is implemented by stores that commit several entity group
@@ -228,11 +282,21 @@ type MultiBatcher interface {
 	Batches(ctx context.Context, table string, batches [][]Entity) error
 }
 
-// submit runs write (txns transactions of n entities), retrying transient
-// errors and creating the table when it is missing.
+// maxThrottledTries bounds the tries of one transaction while the service
+// throttles (503 ServerBusy, 429): throttling is the service asking for
+// time, so it gets more tries than other transient errors, with the backoff
+// at its 5 s cap for most of them (about a minute in all), before the flush
+// fails and the buffer retries it later.
+const maxThrottledTries = 16
+
+// submit runs write (txns transactions of n entities), retrying throttling
+// and transient errors with backoff and creating the table when it is
+// missing.
 func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int, write func() error) error {
 	created := false
-	for try := 1; ; try++ {
+	tries, throttled := 0, 0
+	for {
+		s.m.requests.Add(float64(txns))
 		err := write()
 		switch {
 		case err == nil:
@@ -251,14 +315,22 @@ func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int,
 				return err
 			}
 			created = true
-			try--
 			continue
-		case !IsTransient(err) || try >= s.cfg.Retries:
+		case errors.Is(err, ErrThrottled):
+			if throttled++; throttled >= maxThrottledTries {
+				return err
+			}
+			s.m.retries.WithLabelValues("throttled").Inc()
+		case !IsTransient(err):
 			return err
+		default:
+			if tries++; tries >= s.cfg.Retries {
+				return err
+			}
+			s.m.retries.WithLabelValues("transient").Inc()
 		}
-		s.m.retries.WithLabelValues("transient").Inc()
-		s.log.Debug("retrying a login transaction", "table", table, "try", try, "err", err)
-		if err := s.sleep(ctx, backoff(try)); err != nil {
+		s.log.Debug("retrying a login transaction", "table", table, "tries", tries, "throttled", throttled, "err", err)
+		if err := s.sleep(ctx, backoff(tries+throttled)); err != nil {
 			return err
 		}
 	}
@@ -287,9 +359,5 @@ func (s *Sink) createTable(ctx context.Context, table string) error {
 	if day, ok := parseTableName(s.prefix, table); ok && s.expired(day) {
 		return fmt.Errorf("cannot create table %s: its day is older than --login-retention-days (%d), and a deleted table's name is never reused", table, s.cfg.RetentionDays)
 	}
-	if err := s.store.CreateTable(ctx, table); err != nil {
-		return fmt.Errorf("cannot create table %s: %w", table, err)
-	}
-	s.m.created.Inc()
-	return nil
+	return s.ensureDayTable(ctx, table)
 }

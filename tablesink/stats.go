@@ -162,7 +162,7 @@ func (sc *svcCounters) bucket(hour int64) *hourCounts {
 // statsKey names one stats entity's partition: escaped service "~" YYYYMMDD.
 func statsKey(service string, day int64) string {
 	b := shard.EscapeKey(make([]byte, 0, len(service)+9), []byte(service))
-	b = append(b, shard.SaltDelim)
+	b = append(b, shard.UserSep)
 	return string(appendDay(b, day))
 }
 
@@ -328,7 +328,7 @@ type HourStats struct {
 // hour by hour: one range query on the series' partition.
 func ReadStats(ctx context.Context, store Store, service string, day time.Time) ([24]HourStats, error) {
 	var out [24]HourStats
-	ents, err := store.Query(ctx, StatsTable, statsKey(service, dayOf(day.UnixNano())), "", 1<<20)
+	ents, err := store.Query(ctx, StatsTable, statsKey(service, dayOf(day.UnixNano())), "", "", 1<<20)
 	if errors.Is(err, ErrTableNotFound) {
 		return out, nil
 	}

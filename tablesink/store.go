@@ -30,11 +30,11 @@ type Store interface {
 	// MaxBatchBytes); implementations check it again whatever their backend
 	// accepts. ErrTableNotFound when the table does not exist.
 	Batch(ctx context.Context, table string, ents []Entity) error
-	// Query returns up to top entities of partition pk with RowKey >= rowFrom
-	// ("" for all), in ascending RowKey order, following continuation tokens
-	// until top entities or the end of the partition. A missing table is
-	// ErrTableNotFound.
-	Query(ctx context.Context, table, pk, rowFrom string, top int) ([]Entity, error)
+	// Query returns up to top entities of partition pk with rowFrom <=
+	// RowKey < rowTo ("" for no bound), in ascending RowKey order, following
+	// continuation tokens until top entities or the end of the range: a
+	// range query. A missing table is ErrTableNotFound.
+	Query(ctx context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error)
 	// Get reads one entity with its ETag (ErrNotFound when absent).
 	Get(ctx context.Context, table, pk, rk string) (Entity, error)
 	// Insert adds an entity that must not exist yet (ErrExists otherwise)
@@ -64,6 +64,9 @@ var (
 	ErrExists        = errors.New("entity already exists")
 	ErrPrecondition  = errors.New("entity changed since it was read (ETag mismatch)")
 	ErrTransient     = errors.New("transient storage error")
+	// ErrThrottled: the service asks for time (503 ServerBusy, 429). Stores
+	// report it together with ErrTransient.
+	ErrThrottled = errors.New("storage is throttling (server busy)")
 	// ErrRejected: the service refuses the input itself (HTTP 400), so
 	// retrying the same entity can never succeed.
 	ErrRejected = errors.New("storage rejected the entity as invalid")

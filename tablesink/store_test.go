@@ -40,7 +40,7 @@ func TestStoreTables(t *testing.T) {
 		if !slices.Equal(names, []string{p + "a", p + "c"}) {
 			t.Fatalf("after delete: %v", names)
 		}
-		if _, err := st.Query(ctx, p+"zz", "pk", "", 10); !errors.Is(err, ErrTableNotFound) {
+		if _, err := st.Query(ctx, p+"zz", "pk", "", "", 10); !errors.Is(err, ErrTableNotFound) {
 			t.Fatalf("Query on a missing table: %v", err)
 		}
 		if err := st.Batch(ctx, p+"zz", []Entity{{PartitionKey: "a", RowKey: "b"}}); !errors.Is(err, ErrTableNotFound) {
@@ -82,7 +82,7 @@ func TestStoreEntities(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := st.Query(ctx, tb, "p1", "", 1000)
+		got, err := st.Query(ctx, tb, "p1", "", "", 1000)
 		if err != nil || len(got) != 100 {
 			t.Fatalf("Query = %d entities, %v", len(got), err)
 		}
@@ -102,9 +102,13 @@ func TestStoreEntities(t *testing.T) {
 				t.Fatalf("not ascending: %s then %s", got[i-1].RowKey, got[i].RowKey)
 			}
 		}
-		got, _ = st.Query(ctx, tb, "p1", "r050", 10)
+		got, _ = st.Query(ctx, tb, "p1", "r050", "", 10)
 		if len(got) != 10 || got[0].RowKey != "r050" || got[9].RowKey != "r059" {
 			t.Fatalf("range query from r050: %d entities from %q", len(got), got[0].RowKey)
+		}
+		got, _ = st.Query(ctx, tb, "p1", "r050", "r053", 10)
+		if len(got) != 3 || got[0].RowKey != "r050" || got[2].RowKey != "r052" {
+			t.Fatalf("range query [r050, r053): %d entities", len(got))
 		}
 
 		e, err := st.Get(ctx, tb, "p1", "r001")
@@ -164,7 +168,7 @@ func TestStoreQueryPages(t *testing.T) {
 			}
 		}
 		for _, top := range []int{1, 999, 1000, 1001, 1250, 5000} {
-			got, err := st.Query(ctx, tb, "p", "", top)
+			got, err := st.Query(ctx, tb, "p", "", "", top)
 			if err != nil || len(got) != min(top, 1250) {
 				t.Fatalf("top %d: %d entities, %v", top, len(got), err)
 			}

@@ -16,10 +16,13 @@ func (s *Sink) Maintain(ctx context.Context, dryRun bool) (deleted []string, err
 	var errs []error
 	if !dryRun {
 		today := dayOf(s.now().UnixNano())
-		for _, t := range []string{tableName(s.prefix, today), tableName(s.prefix, today+1), StatsTable} {
-			if err := s.store.CreateTable(ctx, t); err != nil {
-				errs = append(errs, fmt.Errorf("cannot create table %s: %w", t, err))
+		for _, t := range []string{tableName(s.prefix, today), tableName(s.prefix, today+1)} {
+			if err := s.ensureDayTable(ctx, t); err != nil {
+				errs = append(errs, err)
 			}
+		}
+		if err := s.store.CreateTable(ctx, StatsTable); err != nil {
+			errs = append(errs, fmt.Errorf("cannot create table %s: %w", StatsTable, err))
 		}
 	}
 	old, err := s.ExpiredTables(ctx)

@@ -1,12 +1,14 @@
 package tablesink
 
 import (
+	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
+
+	"ingest/shard"
 )
 
 // maxTailQueries bounds the range queries one Tail runs at once.
@@ -14,59 +16,117 @@ const maxTailQueries = 16
 
 // Tail returns user's latest attempts, newest first, at most limit, from
 // today's table back through the previous days-1 (tomorrow's too, for
-// clients whose clocks run ahead). In each table it runs one range query per
-// partition the user's attempts can be under (shard's ReadKeys: the
-// unsalted key and each salt), $top=limit, in parallel, merges them by
-// RowKey (inverted ticks: ascending is newest first) and stops as soon as
-// limit attempts are found.
+// clients whose clocks run ahead), stopping as soon as limit attempts are
+// found. In a day table it runs one range query ($top=limit, the user's
+// RowKey range) in the user's unsalted partition; only if that finds the
+// user's salted marker first does it query the user's salted partitions
+// too, in parallel. Tables of the first key scheme are read with its keys.
 func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attempt, error) {
 	if limit <= 0 || user == "" {
 		return nil, nil
 	}
 	days = max(days, 1)
-	keys := s.keyer.ReadKeys([]byte(user))
 	today := dayOf(s.now().UnixNano())
 	var out []Attempt
 	for day := today + 1; day > today-int64(days) && len(out) < limit; day-- {
 		if s.expired(day) {
 			break
 		}
-		ents, err := s.queryDay(ctx, tableName(s.prefix, day), keys, limit-len(out))
+		got, err := s.tailDay(ctx, tableName(s.prefix, day), []byte(user), limit-len(out))
 		if err != nil {
 			return out, err
 		}
-		for i := range ents {
-			out = append(out, attemptFromEntity(&ents[i]))
-		}
+		out = append(out, got...)
 	}
 	return out, nil
 }
 
-// queryDay runs the partition queries of one table and returns the newest
-// top entities among them. A missing table has no attempts.
-func (s *Sink) queryDay(ctx context.Context, table string, keys []string, top int) ([]Entity, error) {
-	results := make([][]Entity, len(keys))
-	errs := make([]error, len(keys))
+// tailDay returns the newest top attempts of user in one day table.
+func (s *Sink) tailDay(ctx context.Context, table string, user []byte, top int) ([]Attempt, error) {
+	sc, err := s.scheme(ctx, table)
+	if err != nil || sc == schemeNoTable {
+		return nil, err
+	}
+	from, to := shard.UserRange(user)
+	home := string(s.keyer.AppendKey(nil, user, -1))
+	ents, err := s.store.Query(ctx, table, home, from, to, top+1)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read login attempts of partition %s in %s: %w", home, table, err)
+	}
+	var ranges []query
+	if len(ents) > 0 && shard.IsSaltedMarker(ents[0].RowKey) {
+		salts, _ := ents[0].Props["Salts"].(int32)
+		ents = ents[1:]
+		for _, pk := range s.saltedKeys(user, int(salts)) {
+			if pk != home {
+				ranges = append(ranges, query{pk, from, to})
+			}
+		}
+	}
+	if sc == schemeMixed {
+		for _, pk := range s.keyer.LegacyReadKeys(user) {
+			ranges = append(ranges, query{pk, "", ""})
+		}
+	}
+	more, err := s.queryAll(ctx, table, ranges, top)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Attempt, 0, len(ents)+len(more))
+	for _, set := range [][]Entity{ents, more} {
+		for i := range set {
+			if set[i].PartitionKey == home && shard.IsSaltedMarker(set[i].RowKey) {
+				continue
+			}
+			out = append(out, attemptFromEntity(&set[i]))
+		}
+	}
+	if len(ranges) > 0 {
+		slices.SortFunc(out, func(a, b Attempt) int {
+			return cmp.Or(cmp.Compare(b.Time, a.Time), bytes.Compare(a.ID, b.ID))
+		})
+	}
+	return out[:min(top, len(out))], nil
+}
+
+// saltedKeys lists the partitions of user's salts 0..salts-1 (the count the
+// marker recorded when they were written), each once.
+func (s *Sink) saltedKeys(user []byte, salts int) []string {
+	var keys []string
+	for salt := range min(salts, 100) {
+		pk := string(s.keyer.AppendKey(nil, user, salt))
+		if !slices.Contains(keys, pk) {
+			keys = append(keys, pk)
+		}
+	}
+	return keys
+}
+
+type query struct{ pk, from, to string }
+
+// queryAll runs range queries in parallel, at most maxTailQueries at once.
+func (s *Sink) queryAll(ctx context.Context, table string, qs []query, top int) ([]Entity, error) {
+	if len(qs) == 0 {
+		return nil, nil
+	}
+	results := make([][]Entity, len(qs))
+	errs := make([]error, len(qs))
 	sem := make(chan struct{}, maxTailQueries)
 	var wg sync.WaitGroup
-	for i, pk := range keys {
+	for i, q := range qs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			results[i], errs[i] = s.store.Query(ctx, table, pk, "", top)
+			results[i], errs[i] = s.store.Query(ctx, table, q.pk, q.from, q.to, top)
 		})
 	}
 	wg.Wait()
 	var all []Entity
 	for i, err := range errs {
-		if errors.Is(err, ErrTableNotFound) {
-			return nil, nil
-		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot read login attempts of partition %s in %s: %w", keys[i], table, err)
+			return nil, fmt.Errorf("cannot read login attempts of partition %s in %s: %w", qs[i].pk, table, err)
 		}
 		all = append(all, results[i]...)
 	}
-	slices.SortFunc(all, func(a, b Entity) int { return strings.Compare(a.RowKey, b.RowKey) })
-	return all[:min(top, len(all))], nil
+	return all, nil
 }

@@ -74,6 +74,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	logins.SetDeadLetters(be.blobs) // _deadletter/logins/... beside the logs
 	counters, err := tablesink.NewCounters(be.tables, tcfg.Instance, reg, log)
 	if err != nil {
 		return err
