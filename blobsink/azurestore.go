@@ -253,6 +253,31 @@ func (s *AzureStore) Open(ctx context.Context, name string) (io.ReadCloser, erro
 	return r, nil
 }
 
+// ReadRange returns n bytes of the blob from offset with one ranged
+// download (io.ErrUnexpectedEOF when the blob is shorter).
+func (s *AzureStore) ReadRange(ctx context.Context, name string, offset int64, n int) ([]byte, error) {
+	resp, err := s.blob(name).DownloadStream(ctx, &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: offset, Count: int64(n)}})
+	switch {
+	case isNotFound(err):
+		return nil, ErrNotFound
+	case bloberror.HasCode(err, bloberror.InvalidRange):
+		return nil, io.ErrUnexpectedEOF
+	case err != nil:
+		return nil, wrapAzure(fmt.Sprintf("read %d bytes at offset %d of blob %s/%s", n, offset, s.name, name), err)
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength != nil && *resp.ContentLength < int64(n) {
+		return nil, io.ErrUnexpectedEOF // the blob ends inside the range
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil {
+		// The range was granted whole: a short body is a broken connection,
+		// not a short blob, so the error must not read as io.ErrUnexpectedEOF.
+		return nil, &azureError{msg: fmt.Sprintf("cannot read %d bytes at offset %d of blob %s/%s: %v", n, offset, s.name, name, err)}
+	}
+	return buf, nil
+}
+
 // blobReader reads a blob up to the size it had when opened, and after a
 // failed read resumes with a download of the missing range.
 //

@@ -108,6 +108,31 @@ func (s *FileStore) Append(_ context.Context, name string, offset int64, block [
 	return f.Sync()
 }
 
+// ReadRange returns n bytes of the blob from offset (io.ErrUnexpectedEOF
+// when it is shorter).
+func (s *FileStore) ReadRange(_ context.Context, name string, offset int64, n int) ([]byte, error) {
+	p, err := s.path(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, offset); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
 // Truncate cuts a blob back to size. Only the embedded store can do this;
 // recovery uses it to drop a block torn by a power loss mid-append.
 func (s *FileStore) Truncate(_ context.Context, name string, size int64) error {

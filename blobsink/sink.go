@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -71,20 +73,6 @@ type Sink struct {
 	zenc *zstd.Encoder
 }
 
-// writer is the blob a key is currently appending to.
-type writer struct {
-	name     string
-	seq      int
-	size     int64
-	blocks   int
-	meta     Meta // of everything appended so far
-	metaSent bool // meta is what the store holds
-
-	// Read by other keys' flushes (eviction), so written only under Sink.mu.
-	used      time.Time
-	evictable bool // metaSent as of the last flush: nothing left to write
-}
-
 // NewSink creates a sink over store.
 func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
@@ -119,11 +107,12 @@ type intentBlob struct {
 }
 
 type intentChunk struct {
-	Blob   int   `json:"b"` // index into Blobs
-	Offset int64 `json:"o"`
-	Raw    int   `json:"r"` // bytes of data it carries
-	Stored int   `json:"s"` // bytes appended (compressed size)
-	Meta   Meta  `json:"m"`
+	Blob   int    `json:"b"` // index into Blobs
+	Offset int64  `json:"o"`
+	Raw    int    `json:"r"`           // bytes of data it carries
+	Stored int    `json:"s"`           // bytes appended (compressed size)
+	Sum    uint32 `json:"k,omitempty"` // CRC-32C of the stored bytes: tells our block from another writer's
+	Meta   Meta   `json:"m"`
 }
 
 // chunk is one planned block.
@@ -150,7 +139,7 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 	in.Blobs = append(in.Blobs, intentBlob{Name: w.name, Base: w.meta})
 	offset, blocks := w.size, w.blocks
 	for _, c := range chunks {
-		if blocks > 0 && (offset+int64(len(c.encoded)) > s.cfg.MaxBlobBytes || blocks+1 > s.cfg.MaxBlocks) {
+		if !fits(&s.cfg, offset, blocks, len(c.encoded)) {
 			nw, err := s.claim(ctx, key, ws[len(ws)-1].seq+1)
 			if err != nil {
 				return 0, err
@@ -159,7 +148,8 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 			in.Blobs = append(in.Blobs, intentBlob{Name: nw.name})
 			offset, blocks = 0, 0
 		}
-		in.Chunks = append(in.Chunks, intentChunk{Blob: len(ws) - 1, Offset: offset, Raw: len(c.raw), Stored: len(c.encoded), Meta: c.meta})
+		in.Chunks = append(in.Chunks, intentChunk{Blob: len(ws) - 1, Offset: offset, Raw: len(c.raw), Stored: len(c.encoded),
+			Sum: crc32.Checksum(c.encoded, crcTable), Meta: c.meta})
 		offset += int64(len(c.encoded))
 		blocks++
 	}
@@ -187,19 +177,26 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 			s.setWriter(key, ws, ic.Blob)
 			return stored, err
 		}
-		w.size += int64(len(c.encoded))
-		w.blocks++
-		w.meta = w.meta.Merge(c.meta)
-		w.metaSent = false
+		w.appended(len(c.encoded), c.meta)
 		stored += len(c.raw)
 		// Finish a blob's metadata as soon as the flush moves past it.
-		if i+1 == len(chunks) || in.Chunks[i+1].Blob != ic.Blob {
+		last := i+1 == len(chunks) || in.Chunks[i+1].Blob != ic.Blob
+		if last || !w.open() {
 			if err := s.store.SetMetadata(ctx, w.name, w.meta.Map()); err != nil {
 				s.log.Warn("cannot update blob metadata, will retry on the next flush", "blob", w.name, "err", err)
 				s.met.errors.WithLabelValues("metadata").Inc()
 			} else {
 				w.metaSent = true
 			}
+		}
+		if !w.open() && i+1 < len(chunks) {
+			// Our block landed, then another writer appended after it: the
+			// rest goes to a new blob at the next flush.
+			s.setWriter(key, ws, ic.Blob)
+			return stored, fmt.Errorf("cannot append to blob %s: %s; the next flush claims a new blob", w.name, w.why)
+		}
+		if last && i+1 < len(chunks) {
+			w.retire() // full: the flush goes on in the next blob
 		}
 	}
 	s.setWriter(key, ws, len(ws)-1)
@@ -237,6 +234,10 @@ func (s *Sink) widenMeta(ctx context.Context, w *writer, planned []intentChunk, 
 	md[MetaEndTime] = string(logline.AppendTime(nil, wide.End))
 	if err := s.store.SetMetadata(ctx, w.name, md); err != nil {
 		s.met.errors.WithLabelValues("metadata").Inc()
+		if errors.Is(err, ErrNotFound) {
+			s.abandon(w, "the blob vanished")
+			return fmt.Errorf("cannot append to blob %s: it vanished; the next flush claims a new blob", w.name)
+		}
 		return fmt.Errorf("cannot widen the metadata of blob %s before appending: %w", w.name, err)
 	}
 	return nil
@@ -244,51 +245,106 @@ func (s *Sink) widenMeta(ctx context.Context, w *writer, planned []intentChunk, 
 
 // append appends one block, resolving a failed or ambiguous attempt: the
 // append-position condition means a block either landed whole at offset or
-// not at all, so on ErrAppendPosition the blob's size says which.
+// not at all, so on ErrAppendPosition the blob's bytes at offset say which.
+// A blob changed behind our back or gone abandons the writer; when our
+// block landed and another writer appended after it, append returns nil and
+// the writer is abandoned all the same.
 func (s *Sink) append(ctx context.Context, w *writer, offset int64, block []byte) error {
 	err := s.store.Append(ctx, w.name, offset, block)
 	if err == nil {
 		s.met.blocks.Inc()
 		return nil
 	}
+	if errors.Is(err, ErrNotFound) {
+		s.met.errors.WithLabelValues("append").Inc()
+		s.abandon(w, "the blob vanished")
+		return fmt.Errorf("cannot append to blob %s: it vanished; the next flush claims a new blob", w.name)
+	}
 	if !errors.Is(err, ErrAppendPosition) {
 		s.met.errors.WithLabelValues("append").Inc()
 		return fmt.Errorf("cannot append to blob %s: %w", w.name, err)
 	}
 	info, serr := s.store.Stat(ctx, w.name)
+	if errors.Is(serr, ErrNotFound) {
+		s.abandon(w, "the blob vanished")
+		return fmt.Errorf("cannot append to blob %s: it vanished; the next flush claims a new blob", w.name)
+	}
 	if serr != nil {
 		s.met.errors.WithLabelValues("append").Inc()
 		return fmt.Errorf("cannot append to blob %s (append position did not match) nor read its size: %w", w.name, serr)
 	}
-	if info.Size == offset+int64(len(block)) {
-		// An earlier attempt landed but its answer was lost.
-		s.met.resolvedRetries.Inc()
-		return nil
+	end := offset + int64(len(block))
+	if info.Size >= end {
+		ours, rerr := s.holds(ctx, w.name, offset, block)
+		if rerr != nil {
+			s.met.errors.WithLabelValues("append").Inc()
+			return fmt.Errorf("cannot append to blob %s (append position did not match) nor read it back: %w", w.name, rerr)
+		}
+		if ours {
+			// An earlier attempt landed but its answer was lost.
+			s.met.resolvedRetries.Inc()
+			s.met.blocks.Inc()
+			if info.Size > end {
+				s.abandon(w, fmt.Sprintf("it is %d bytes, expected %d: another writer appended to it", info.Size, end))
+			}
+			return nil
+		}
 	}
 	s.met.errors.WithLabelValues("foreign").Inc()
-	return fmt.Errorf("cannot append to blob %s: it is %d bytes, expected %d: another writer appended to it; the next flush claims a new blob", w.name, info.Size, offset)
+	why := fmt.Sprintf("it is %d bytes, expected %d: another writer appended to it or it was changed", info.Size, offset)
+	s.abandon(w, why)
+	return fmt.Errorf("cannot append to blob %s: %s; the next flush claims a new blob", w.name, why)
 }
 
-// setWriter records the writer a key continues with after a flush.
+// abandon gives up a writer whose blob changed behind our back.
+func (s *Sink) abandon(w *writer, why string) {
+	if !w.open() {
+		return
+	}
+	w.abandon(why)
+	s.met.abandoned.Inc()
+	s.log.Warn("blob changed behind the writer's back: abandoning it, the next flush claims a new blob", "blob", w.name, "why", why)
+}
+
+// holds reports whether the blob has exactly block at offset.
+func (s *Sink) holds(ctx context.Context, name string, offset int64, block []byte) (bool, error) {
+	got, err := readRange(ctx, s.store, name, offset, len(block))
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(got, block), nil
+}
+
+// setWriter records the writer a key continues with after a flush: ws's
+// writer number current, or, when that one was abandoned, the blob claimed
+// after it in this flush (empty and ours).
 func (s *Sink) setWriter(key string, ws []*writer, current int) {
 	// Older blobs of this flush whose metadata did not get through are
 	// finished now, best effort; recovery covers a crash before that.
 	for _, w := range ws[:current] {
-		if !w.metaSent {
+		if !w.metaSent && w.state != writerAbandoned {
 			if err := s.store.SetMetadata(context.Background(), w.name, w.meta.Map()); err == nil {
 				w.metaSent = true
 			}
 		}
 	}
+	if !ws[current].open() && current+1 < len(ws) {
+		current++
+	}
 	w := ws[current]
 	s.mu.Lock()
-	w.used, w.evictable = time.Now(), w.metaSent
+	w.used, w.evictable = time.Now(), w.metaSent || !w.open()
 	s.writers[key] = w
 	s.mu.Unlock()
 }
 
-// writerFor returns the key's current blob, claiming the first one after a
-// start; it also retires writers idle for long.
+// writerFor returns the key's open writer: the current one, or a new blob
+// claimed after a retired or abandoned one, or after the highest number
+// listed at the first flush since the start. It also retires writers idle
+// for long.
 func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 	s.mu.Lock()
 	w := s.writers[key]
@@ -299,14 +355,22 @@ func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 		}
 	}
 	s.mu.Unlock()
-	if w != nil {
-		if !w.metaSent && w.meta.Count > 0 {
-			if err := s.store.SetMetadata(ctx, w.name, w.meta.Map()); err != nil {
-				return nil, fmt.Errorf("cannot update metadata of blob %s: %w", w.name, err)
-			}
+	if w != nil && w.open() && !w.metaSent && w.meta.Count > 0 {
+		err := s.store.SetMetadata(ctx, w.name, w.meta.Map())
+		switch {
+		case errors.Is(err, ErrNotFound):
+			s.abandon(w, "the blob vanished")
+		case err != nil:
+			return nil, fmt.Errorf("cannot update metadata of blob %s: %w", w.name, err)
+		default:
 			w.metaSent = true
 		}
-		return w, nil
+	}
+	if w != nil {
+		if w.open() {
+			return w, nil
+		}
+		return s.claim(ctx, key, w.seq+1)
 	}
 	// After a start, never append to an existing blob: it may be another
 	// instance's, or hold a block torn by a crash. Claim past the highest.
@@ -330,7 +394,7 @@ func (s *Sink) claim(ctx context.Context, key string, seq int) (*writer, error) 
 		err := s.store.Create(ctx, name, Meta{}.Map())
 		if err == nil {
 			s.met.created.Inc()
-			return &writer{name: name, seq: seq, metaSent: true, used: time.Now()}, nil
+			return newWriter(name, seq), nil
 		}
 		if !errors.Is(err, ErrExists) {
 			s.met.errors.WithLabelValues("create").Inc()
@@ -423,6 +487,40 @@ func scanMeta(raw []byte) Meta {
 	return m
 }
 
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// rangeReader is implemented by stores that read part of a blob cheaply.
+type rangeReader interface {
+	ReadRange(ctx context.Context, name string, offset int64, n int) ([]byte, error)
+}
+
+// readRange returns n bytes of the blob from offset (io.ErrUnexpectedEOF
+// when it is shorter).
+func readRange(ctx context.Context, store Store, name string, offset int64, n int) ([]byte, error) {
+	if r, ok := store.(rangeReader); ok {
+		return r.ReadRange(ctx, name, offset, n)
+	}
+	rc, err := store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
 // truncater is implemented by stores that can cut a blob back (FileStore).
 type truncater interface {
 	Truncate(ctx context.Context, name string, size int64) error
@@ -447,24 +545,36 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 			return 0, fmt.Errorf("cannot read blob %s to resolve an unfinished flush: %w", b.Name, err)
 		}
 		meta := b.Base
-		end := int64(-1) // end of the last block that landed whole
+		end := int64(-1)     // end of the last block that landed whole
+		missing := int64(-1) // end of the first planned block that did not
 		for _, c := range in.Chunks {
 			if c.Blob != bi || stop {
 				continue
 			}
-			if c.Offset+int64(c.Stored) > info.Size {
+			ok := c.Offset+int64(c.Stored) <= info.Size
+			if ok && c.Sum != 0 {
+				// The blob is long enough; its bytes say whether they are ours.
+				got, err := readRange(ctx, s.store, b.Name, c.Offset, c.Stored)
+				if err != nil {
+					return 0, fmt.Errorf("cannot read blob %s back to resolve an unfinished flush: %w", b.Name, err)
+				}
+				ok = crc32.Checksum(got, crcTable) == c.Sum
+			}
+			if !ok {
 				stop = true
 				if end < 0 {
 					end = c.Offset
 				}
+				missing = c.Offset + int64(c.Stored)
 				continue
 			}
 			landed += c.Raw
 			meta = meta.Merge(c.Meta)
 			end = c.Offset + int64(c.Stored)
 		}
-		if end >= 0 && info.Size > end {
-			// A block torn by power loss: only a FileStore can see one.
+		if end >= 0 && info.Size > end && info.Size < missing {
+			// Part of our next block: torn by power loss, which only a
+			// FileStore can see. Another writer's whole bytes stay.
 			if t, ok := s.store.(truncater); ok {
 				if err := t.Truncate(ctx, b.Name, end); err != nil {
 					return 0, err
@@ -484,8 +594,8 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 }
 
 type sinkMetrics struct {
-	appended, blocks, created, claimConflicts, resolvedRetries prometheus.Counter
-	errors                                                     *prometheus.CounterVec
+	appended, blocks, created, claimConflicts, resolvedRetries, abandoned prometheus.Counter
+	errors                                                                *prometheus.CounterVec
 }
 
 func newSinkMetrics(reg prometheus.Registerer) *sinkMetrics {
@@ -495,10 +605,11 @@ func newSinkMetrics(reg prometheus.Registerer) *sinkMetrics {
 		created:         prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_blobs_created_total", Help: "Blobs claimed (created)."}),
 		claimConflicts:  prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_blob_claim_conflicts_total", Help: "Blob numbers found already taken by another writer."}),
 		resolvedRetries: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_blob_append_resolved_total", Help: "Appends whose lost answer was resolved by reading the blob size."}),
+		abandoned:       prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_blob_writers_abandoned_total", Help: "Blob writers given up because their blob changed behind their back (another writer appended, the file was touched) or vanished; the next flush claimed a new blob."}),
 		errors:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_blob_errors_total", Help: "Blob storage errors by operation (retried)."}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appended, m.blocks, m.created, m.claimConflicts, m.resolvedRetries, m.errors)
+		reg.MustRegister(m.appended, m.blocks, m.created, m.claimConflicts, m.resolvedRetries, m.abandoned, m.errors)
 	}
 	return m
 }

@@ -275,6 +275,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatal("recovered blobs do not hold every line exactly once")
 		}
 	})
+	writerLifeCycle(t, newStore)
 }
 
 // metaSpy checks, at every append, that the blob's stored metadata already

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
 		{"MaxBlock", testMaxBlock},
 		{"RetriedAppend", testRetriedAppend},
 		{"EmptyAppend", testEmptyAppend},
+		{"ReadRange", testReadRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -423,6 +424,34 @@ func testEmptyAppend(t *testing.T, s blobsink.Store) {
 		t.Errorf("empty Append to a missing blob = %v, want ErrNotFound", err)
 	}
 	wantContent(t, s, name, []byte("abc"))
+}
+
+// testReadRange: a store that reads part of a blob (the sink uses it to
+// tell its own block from another writer's) returns exactly those bytes,
+// io.ErrUnexpectedEOF past the end and ErrNotFound for a missing blob.
+func testReadRange(t *testing.T, s blobsink.Store) {
+	r, ok := s.(interface {
+		ReadRange(ctx context.Context, name string, offset int64, n int) ([]byte, error)
+	})
+	if !ok {
+		t.Skipf("%T does not read ranges (optional)", s)
+	}
+	c, name := ctx(t), prefix(t)+"range.log"
+	mustCreate(t, s, name, nil)
+	data := randomBytes(rand.New(rand.NewPCG(3, 4)), 10000)
+	if err := s.Append(c, name, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadRange(c, name, 1234, 5000)
+	if err != nil || !bytes.Equal(got, data[1234:6234]) {
+		t.Fatalf("ReadRange(1234, 5000) = %d bytes, %v; want the blob's bytes 1234..6234", len(got), err)
+	}
+	if _, err := r.ReadRange(c, name, 9000, 2000); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("ReadRange past the end: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if _, err := r.ReadRange(c, prefix(t)+"missing.log", 0, 10); !errors.Is(err, blobsink.ErrNotFound) {
+		t.Errorf("ReadRange of a missing blob: %v, want ErrNotFound", err)
+	}
 }
 
 func mustCreate(t *testing.T, s blobsink.Store, name string, meta map[string]string) {
