@@ -61,8 +61,20 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	switch o := string(args.Peek("order")); o {
+	case "", "asc":
+	case "desc":
+		q.Desc = true
+	default:
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("bad order %q: want asc or desc", o)})
+		return
+	}
 	if err := q.Validate(); err != nil {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: err.Error()})
+		return
+	}
+	if iv := args.Peek("histogram"); len(iv) > 0 {
+		s.histogram(ctx, q, string(iv))
 		return
 	}
 	withStats := string(args.Peek("stats")) == "1"
@@ -89,6 +101,31 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 				st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.LinesScanned, st.LinesMatched)
 		}
 	})
+}
+
+// histogram answers GET /v1/logs?...&histogram=INTERVAL: counts per
+// interval and level as one JSON object, no lines.
+func (s *Server) histogram(ctx *fasthttp.RequestCtx, q query.Query, interval string) {
+	iv, err := time.ParseDuration(interval)
+	if err != nil {
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("bad histogram %q: want an interval like 1m, 10s or 1h", interval)})
+		return
+	}
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	h, st, err := query.RunHistogram(c, s.deps.Blobs, q, iv)
+	s.met.blobsSkipped.Add(float64(st.BlobsSkipped))
+	s.met.blobsRead.Add(float64(st.BlobsRead))
+	if err != nil {
+		status := fasthttp.StatusServiceUnavailable
+		if st.Prefixes == 0 && st.Listings == 0 {
+			status = fasthttp.StatusBadRequest // refused before reading anything
+		}
+		writeError(ctx, &httperr.Error{Status: status, Msg: err.Error()})
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(h.AppendJSON(nil))
 }
 
 // listServices handles GET /v1/services: a JSON array of the services that

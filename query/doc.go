@@ -35,6 +35,10 @@
 // written out of order across flushes whose neighbours fall into another
 // buffer can then come out of place.
 //
+// Query.Desc hands out the newest events first, and RunHistogram counts
+// events per interval and level without handing any out (see desc.go and
+// histogram.go).
+//
 // # Memory
 //
 // Per query: the sort buffer (Config.SortBytes, plus about 12% for its index

@@ -285,25 +285,33 @@ func (r *runner) flush(ctx context.Context) error {
 	defer r.sort.reset()
 	r.sort.sortByTime()
 	for i := range r.sort.recs {
-		if i&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		line := r.sort.line(i)
-		if err := logline.Parse(line, &r.ev); err != nil {
-			// Only its time and level were checked so far (parseHead).
-			r.st.LinesBad++
-			r.st.LinesMatched--
-			continue
-		}
-		if err := r.fn(line, &r.ev); err != nil {
+		if err := r.emit(ctx, i, r.sort.line(i)); err != nil {
 			return err
 		}
-		r.st.LinesReturned++
-		if r.q.Limit > 0 && r.st.LinesReturned >= int64(r.q.Limit) {
-			return errStop
+	}
+	return nil
+}
+
+// emit parses a matching line and hands it to fn; i counts the lines of one
+// hand-out, to check ctx now and then. errStop once Limit lines are out.
+func (r *runner) emit(ctx context.Context, i int, line []byte) error {
+	if i&1023 == 0 {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+	}
+	if err := logline.Parse(line, &r.ev); err != nil {
+		// Only its time and level were checked so far (parseHead).
+		r.st.LinesBad++
+		r.st.LinesMatched--
+		return nil
+	}
+	if err := r.fn(line, &r.ev); err != nil {
+		return err
+	}
+	r.st.LinesReturned++
+	if r.q.Limit > 0 && r.st.LinesReturned >= int64(r.q.Limit) {
+		return errStop
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ type TopLister interface {
 type candidate struct {
 	name  string
 	start int64 // StartTime metadata; math.MinInt64 when unknown
+	end   int64 // EndTime metadata; math.MaxInt64 when unknown
 }
 
 // runner holds one query's state.
@@ -38,6 +39,8 @@ type runner struct {
 	sort  sorter
 	ev    logline.Event // handed to fn
 
+	hourStart time.Time // the hour walkDesc is in
+
 	decoders decoders
 }
 
@@ -47,6 +50,15 @@ func newRunner(store blobsink.Store, q *Query, fn func([]byte, *logline.Event) e
 }
 
 func (r *runner) run(ctx context.Context) error {
+	if r.q.Desc {
+		return r.walkDesc(ctx, r.descHour)
+	}
+	return r.walk(ctx, r.hour)
+}
+
+// walk calls fn with the candidates of every hour of the range that has
+// any, oldest hour first.
+func (r *runner) walk(ctx context.Context, fn func(context.Context, []candidate) error) error {
 	services, err := r.services(ctx)
 	if err != nil {
 		return err
@@ -114,7 +126,10 @@ func (r *runner) run(ctx context.Context) error {
 			return err
 		}
 		for _, cands := range hours {
-			if err := r.hour(ctx, cands); err != nil {
+			if len(cands) == 0 {
+				continue
+			}
+			if err := fn(ctx, cands); err != nil {
 				return err
 			}
 		}
@@ -219,13 +234,13 @@ func (r *runner) list(ctx context.Context, services []string, h time.Time, n int
 				r.st.BlobsSkipped++
 				return nil
 			}
-			c := candidate{name: b.Name, start: math.MinInt64}
+			c := candidate{name: b.Name, start: math.MinInt64, end: math.MaxInt64}
 			if m, ok := blobsink.ParseMeta(b.Metadata); ok {
 				if !r.mayMatch(m, b.Metadata) {
 					r.st.BlobsSkipped++
 					return nil
 				}
-				c.start = m.Start
+				c.start, c.end = m.Start, m.End
 			}
 			hours[i] = append(hours[i], c)
 			return nil

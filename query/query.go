@@ -30,9 +30,14 @@ type Query struct {
 	// Grep must match the stored line (without its '\n'), as written in the
 	// blob: the message is JSON-quoted there.
 	Grep *regexp.Regexp
-	// Limit stops the query after that many events (the earliest ones);
-	// 0 means no limit.
+	// Limit stops the query after that many events (the earliest ones, or
+	// the latest with Desc); 0 means no limit.
 	Limit int
+	// Desc hands out the newest events first: hours newest first, and
+	// within an hour the latest events first. With a Limit, an hour's blobs
+	// are read newest (by EndTime) first and reading stops at the first
+	// blob that cannot hold an event newer than those already found.
+	Desc bool
 	// Config bounds the memory a query uses; zero fields take the defaults.
 	Config Config
 }

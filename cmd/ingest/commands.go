@@ -97,17 +97,18 @@ func runQuery(args []string) error {
 	grep := fs.String("grep", "", "regular expression the stored line must match")
 	format := fs.String("format", "lines", "output: lines (as stored) or ndjson")
 	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
+	reverse := fs.Bool("reverse", false, "newest first (with --limit: the latest N, reading only the newest blobs needed)")
 	showStats := fs.Bool("stats", false, "print scan figures to stderr at the end")
 	var qcfg query.Config
 	qcfg.RegisterFlags(fs)
-	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", args); err != nil {
+	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]", args); err != nil {
 		return err
 	}
 	if *service == "" {
 		return fmt.Errorf("--service is required (a name, a comma list, or *)")
 	}
 	now := time.Now()
-	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit, Config: qcfg}
+	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit, Desc: *reverse, Config: qcfg}
 	var err error
 	if q.From, err = query.ParseTime(*from, now); err != nil {
 		return fmt.Errorf("bad --from: %w", err)

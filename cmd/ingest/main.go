@@ -7,7 +7,7 @@
 //	ingest [serve] [flags]      run the server (default)
 //	ingest ls PREFIX            list blobs with size and metadata
 //	ingest cat BLOB             print a blob's lines
-//	ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]
+//	ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]
 //	ingest logins USER [--days D] [--limit N] [--format table|ndjson]
 //	ingest stats SERVICE [--day YYYY-MM-DD]
 //	ingest retention [--dry-run]
@@ -40,7 +40,7 @@ func init() {
 		{"serve", "ingest [serve] [flags]", "run the server (the default command)", runServe},
 		{"ls", "ingest ls PREFIX [flags]", "list blobs under a prefix: name, size, metadata", runLs},
 		{"cat", "ingest cat BLOB [flags]", "print a blob's lines, decompressing", runCat},
-		{"query", "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N]", "query logs by time range", runQuery},
+		{"query", "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]", "query logs by time range", runQuery},
 		{"logins", "ingest logins USER [--days D] [--limit N] [--format table|ndjson]", "a user's latest login attempts, newest first", runLogins},
 		{"stats", "ingest stats SERVICE [--day YYYY-MM-DD]", "hour-by-hour event counts per level", runStats},
 		{"retention", "ingest retention [--dry-run]", "delete login tables older than the retention", runRetention},
