@@ -38,8 +38,13 @@ type Flusher interface {
 var (
 	// ErrFull is wrapped by the 429 refusal Add returns when --buffer-bytes
 	// is used up.
-	ErrFull         = admission.ErrRefused
-	ErrClosed error = &httperr.Error{Status: http.StatusServiceUnavailable, Msg: "cannot accept the batch: shutting down; send to another instance or retry", RetryAfter: time.Second}
+	ErrFull = admission.ErrRefused
+	// ErrAckTimeout is wrapped by what Add returns with --ack flush when
+	// --ack-timeout passed before storage confirmed the batch: the batch is
+	// in the write-ahead log and will be stored, so the client must not
+	// resend it.
+	ErrAckTimeout       = errors.New("the batch is in the write-ahead log and will be stored, but storage did not confirm it within --ack-timeout; do not resend it")
+	ErrClosed     error = &httperr.Error{Status: http.StatusServiceUnavailable, Msg: "cannot accept the batch: shutting down; send to another instance or retry", RetryAfter: time.Second}
 )
 
 const numShards = 16
@@ -70,11 +75,14 @@ type Buffer struct {
 	landedRetry retry.Policy
 	// failing counts flushes whose latest attempts failed at least
 	// storageDownAfter times in a row (see StorageDown).
-	failing   atomic.Int64
-	workersWG sync.WaitGroup
-	schedWG   sync.WaitGroup
-	payloads  sync.Pool // WAL payload buffers
-	chunks    sync.Pool // full-size chunk buffers (*[]byte)
+	failing atomic.Int64
+	// lastFlushErr is the error of the latest failed flush attempt, for
+	// refusals while StorageDown.
+	lastFlushErr atomic.Pointer[error]
+	workersWG    sync.WaitGroup
+	schedWG      sync.WaitGroup
+	payloads     sync.Pool // WAL payload buffers
+	chunks       sync.Pool // full-size chunk buffers (*[]byte)
 }
 
 type shard struct {
@@ -181,6 +189,13 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	n := int64(batch.Bytes())
 	if n == 0 {
 		return nil
+	}
+	if b.cfg.Ack == AckFlush {
+		// Waiting for a storage that is known to be failing would only end
+		// in a timeout: refuse before anything is written.
+		if err := b.refuseIfStorageDown(); err != nil {
+			return err
+		}
 	}
 	if err := b.budget.Acquire(ctx, n, b.cfg.BudgetWait); err != nil {
 		b.lastFull.Store(time.Now().UnixNano())
@@ -304,8 +319,11 @@ func (b *Buffer) enqueue(kb *keyBuf) {
 	}
 }
 
-// waitFlushed blocks until every group of batch (added at lsn) is stored.
+// waitFlushed blocks until every group of batch (added at lsn) is stored,
+// or ctx ends, or --ack-timeout passes: then it returns ErrAckTimeout.
 func (b *Buffer) waitFlushed(ctx context.Context, batch *Batch, lsn uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.AckTimeout)
+	defer cancel()
 	for {
 		ch := b.flushed.wait()
 		done := true
@@ -329,7 +347,7 @@ func (b *Buffer) waitFlushed(ctx context.Context, batch *Batch, lsn uint64) erro
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("cannot confirm the flush: %w (the batch is in the write-ahead log and will be stored)", ctx.Err())
+			return ErrAckTimeout
 		}
 	}
 }
@@ -342,6 +360,12 @@ func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
 	defer sh.mu.RUnlock()
 	return sh.keys[string(full)]
 }
+
+// Ack is the --ack mode: when Add returns.
+func (b *Buffer) Ack() string { return b.cfg.Ack }
+
+// AckTimeout is the longest Add waits for storage (--ack-timeout).
+func (b *Buffer) AckTimeout() time.Duration { return b.cfg.AckTimeout }
 
 // Used is the number of bytes held against the budget.
 func (b *Buffer) Used() int64 { return b.budget.Used() }

@@ -24,6 +24,8 @@ type Config struct {
 	BufferBytes     int64
 	FlushWorkers    int
 	WALSegmentBytes int64
+	// AckTimeout bounds how long Add waits for storage with --ack flush.
+	AckTimeout time.Duration
 	// BudgetWait is how long Add waits for memory before failing with ErrFull.
 	BudgetWait time.Duration
 	// RetryMin and RetryMax bound the backoff between flush attempts
@@ -39,6 +41,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", 256<<20, "memory budget for accepted events not yet flushed; past it requests get 429")
 	fs.IntVar(&c.FlushWorkers, "flush-workers", 8, "concurrent flushes per sink")
 	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", 64<<20, "write-ahead log segment size")
+	fs.DurationVar(&c.AckTimeout, "ack-timeout", 30*time.Second, "with --ack flush, the longest a request waits for storage; then it gets 202 saying the batch is in the write-ahead log and will be stored (do not resend)")
 	c.BudgetWait = 100 * time.Millisecond
 }
 
@@ -60,6 +63,12 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushWorkers <= 0 {
 		return fmt.Errorf("cannot use --flush-workers %d: it must be positive", c.FlushWorkers)
+	}
+	if c.AckTimeout < 0 {
+		return fmt.Errorf("cannot use --ack-timeout %v: it must be positive", c.AckTimeout)
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = 30 * time.Second
 	}
 	if c.WALSegmentBytes <= 0 {
 		c.WALSegmentBytes = 64 << 20

@@ -14,7 +14,10 @@
 //     fsync'd by group commit. After a crash, Open replays the log and
 //     re-queues every byte not yet durably flushed; nothing acknowledged is
 //     lost and nothing is written twice.
-//   - flush: as wal, and Add returns only once the batch is in storage.
+//   - flush: as wal, and Add returns only once the batch is in storage, or
+//     after --ack-timeout with ErrAckTimeout (the batch is in the WAL and
+//     will be stored). While StorageDown, Add refuses
+//     at once with a 503 before writing anything.
 //   - memory: Add returns once the batch is buffered; a crash loses it.
 //
 // Exactly-once flushing works with the sink's help (the Flusher interface):

@@ -138,6 +138,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		if err == nil {
 			err = errShortFlush
 		}
+		b.lastFlushErr.Store(&err)
 		b.met.flushErrors.WithLabelValues(streamName(kb.stream)).Inc()
 		b.noteFlushFailure(attempt)
 		if policy.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", len(data)) != nil {

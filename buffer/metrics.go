@@ -8,6 +8,7 @@ import (
 
 type metrics struct {
 	full               prometheus.Counter
+	refusedFailing     prometheus.Counter
 	flushes            *prometheus.CounterVec
 	flushErrors        *prometheus.CounterVec
 	flushBytes         *prometheus.CounterVec
@@ -33,6 +34,8 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 	m := &metrics{
 		full: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_buffer_full_total",
 			Help: "Batches refused because --buffer-bytes was used up."}),
+		refusedFailing: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_ack_refused_storage_failing_total",
+			Help: "Batches refused with 503 under --ack flush because storage was failing."}),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_flushes_total",
 			Help: "Completed flushes of a key's buffer."}, []string{"stream"}),
 		flushErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_flush_errors_total",
@@ -53,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 			Help: "Keys (service and hour, or login day) with a buffer."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.full, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
+		reg.MustRegister(m.full, m.refusedFailing, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
 			m.walSegments, m.walSegmentsRemoved, m.keys,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_buffer_bytes",
 				Help: "Bytes accepted and not yet stored, held against --buffer-bytes."}, func() float64 { return float64(b.Used()) }),

@@ -151,7 +151,15 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 			return
 		}
 	}
-	if err := s.deps.Buffer.Add(context.Background(), &st.batch); err != nil {
+	// The request's deadline: --ack-timeout bounds the wait for storage
+	// (the buffer answers ErrAckTimeout first), the margin covers the rest.
+	// Not derived from ctx: a fasthttp.RequestCtx parent costs a goroutine
+	// per request, and shutdown waits for requests in progress anyway.
+	c, cancel := context.WithTimeout(context.Background(), s.deps.Buffer.AckTimeout()+time.Second)
+	defer cancel()
+	err = s.deps.Buffer.Add(c, &st.batch)
+	pending := errors.Is(err, buffer.ErrAckTimeout)
+	if err != nil && !pending {
 		writeError(ctx, err)
 		return
 	}
@@ -170,6 +178,21 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	if !logins {
 		s.publishTail(&st.batch)
 	}
+	if pending {
+		// Still a 2xx, and true: the batch is in the fsync'd WAL and will be
+		// stored. A client that resent it would store it twice.
+		s.met.ackTimeouts.Inc()
+		ctx.Response.Header.Set("X-Ingest-Ack", buffer.AckWAL)
+		s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
+		if format != intake.FormatOTLPProto && format != intake.FormatOTLPJSON {
+			b := ctx.Response.Body()
+			b = append(b[:len(b)-2], `,"stored":false,"message":`...) // drop "}\n"
+			b = logline.AppendQuoted(b, []byte(err.Error()))
+			ctx.SetBody(append(b, "}\n"...))
+		}
+		return
+	}
+	ctx.Response.Header.Set("X-Ingest-Ack", s.deps.Buffer.Ack())
 	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
 }
 

@@ -9,6 +9,7 @@ type metrics struct {
 	eventsRejected prometheus.Counter
 	bytesIn        prometheus.Counter
 	inflightFull   prometheus.Counter
+	ackTimeouts    prometheus.Counter
 	blobsSkipped   prometheus.Counter
 	blobsRead      prometheus.Counter
 	tailReaders    prometheus.Gauge
@@ -27,6 +28,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		eventsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_rejected_total", Help: "Lines rejected as invalid."}),
 		bytesIn:        prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_body_bytes_total", Help: "Request body bytes received, as sent (compressed or not)."}),
 		inflightFull:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
+		ackTimeouts:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_ack_timeouts_total", Help: "Requests under --ack flush answered 202 with stored:false (in the WAL, not yet in storage) when --ack-timeout passed."}),
 		blobsSkipped:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_skipped_total", Help: "Blobs a query skipped by their StartTime/EndTime metadata."}),
 		blobsRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
 		tailReaders:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_readers", Help: "Clients following GET /v1/tail."}),
@@ -36,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Re-reads of the tokens file and TLS certificate (SIGHUP), by result (ok, error: the previous ones stay)."}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
+		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m
 }

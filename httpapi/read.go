@@ -17,6 +17,10 @@ import (
 	"ingest/tablesink"
 )
 
+// maxQueryTime bounds one query, so that no handler runs without a
+// deadline; a query past it ends with an in-band error line.
+const maxQueryTime = 10 * time.Minute
+
 // queryLogs handles GET /v1/logs: NDJSON out, streamed as blobs are read.
 // X-Ingest-* trailers are not available to every client, so the scan
 // figures go to metrics and to a final line only when ?stats=1.
@@ -83,7 +87,7 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 	store := s.deps.Blobs
 	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		var line []byte
-		qctx, cancel := context.WithCancel(context.Background())
+		qctx, cancel := context.WithTimeout(context.Background(), maxQueryTime)
 		defer cancel()
 		st, err := query.Run(qctx, store, q, func(_ []byte, e *logline.Event) error {
 			line = query.AppendNDJSON(line[:0], e)

@@ -30,6 +30,7 @@ type fixture struct {
 	srv    *Server
 	buf    *buffer.Buffer
 	store  *blobsink.FileStore
+	blobs  string // the store's directory
 	client *http.Client
 	ln     *fasthttputil.InmemoryListener
 	addr   string // with newTCPFixture: the loopback address served
@@ -93,7 +94,7 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{store: store}
+	f := &fixture{store: store, blobs: filepath.Join(dir, "blobs")}
 	flushers := []buffer.Flusher{gatedFlusher{sink, &f.gate, &f.gateMu}, loginTestFlusher{logins}}
 	if bcfg.Ack == "" {
 		bcfg = buffer.Config{Ack: buffer.AckWAL, FlushInterval: 50 * time.Millisecond, FlushBytes: 1 << 20, BufferBytes: 64 << 20, FlushWorkers: 2, BudgetWait: 10 * time.Millisecond}
