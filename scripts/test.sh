@@ -12,6 +12,10 @@ if ! command -v npm >/dev/null; then
   echo "test.sh: npm is required to install Azurite; installing Node.js from Debian's packages" >&2
   apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
 fi
+if ! command -v curl >/dev/null; then
+  echo "test.sh: the README walk-through test runs curl; installing it from Debian's packages" >&2
+  apt-get update -qq && apt-get install -y -qq curl >/dev/null
+fi
 if [ ! -x node_modules/.bin/azurite ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readmeStep is one command of the README's walk-through and the output
+// the README shows under it.
+type readmeStep struct {
+	command string
+	want    []string
+}
+
+// readmeSteps reads the "## Try it" section of README.md: in its indented
+// blocks, a line starting with "$ " is a command (continued on the next
+// lines while a single quote is open), the lines under it up to a blank
+// line or the next command are its output.
+func readmeSteps(t *testing.T) []readmeStep {
+	t.Helper()
+	text := readRepoFile(t, "README.md")
+	i := strings.Index(text, "\n## Try it\n")
+	if i < 0 {
+		t.Fatal("README.md has no \"## Try it\" section")
+	}
+	text = text[i+1:]
+	if j := strings.Index(text[3:], "\n## "); j >= 0 {
+		text = text[:j+3]
+	}
+	var steps []readmeStep
+	var cur *readmeStep
+	open := false // a single-quoted string of the command continues
+	for _, line := range strings.Split(text, "\n") {
+		code, isCode := strings.CutPrefix(line, "    ")
+		switch {
+		case open && isCode:
+			cur.command += "\n" + code
+			open = strings.Count(cur.command, "'")%2 == 1
+		case isCode && strings.HasPrefix(code, "$ "):
+			steps = append(steps, readmeStep{command: code[2:]})
+			cur = &steps[len(steps)-1]
+			open = strings.Count(cur.command, "'")%2 == 1
+		case isCode && cur != nil:
+			cur.want = append(cur.want, code)
+		default:
+			cur = nil
+		}
+	}
+	return steps
+}
+
+// outputMatches compares output lines with the README's, spaces and tabs
+// collapsed, "..." matching any text.
+func outputMatches(got string, want []string) bool {
+	space := regexp.MustCompile(`[ \t]+`)
+	norm := func(s string) string { return strings.TrimSpace(space.ReplaceAllString(s, " ")) }
+	lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	if got == "" {
+		lines = nil
+	}
+	if len(lines) != len(want) {
+		return false
+	}
+	for i, w := range want {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(norm(w)), `\.\.\.`, ".*") + "$"
+		if !regexp.MustCompile(re).MatchString(norm(lines[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReadmeWalkthrough runs the README's "Try it" commands in order, as a
+// new user pastes them, against the real binary on the embedded default:
+// `go run ./cmd/ingest` is the built binary, run in a directory whose
+// ./data the server uses; localhost:8080 is the server's port. A command
+// that reads is retried for a while (events become readable within the
+// flush interval); one that posts runs once.
+func TestReadmeWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("the README's examples use curl, which is not installed (scripts/test.sh installs it)")
+	}
+	steps := readmeSteps(t)
+	if len(steps) < 5 {
+		t.Fatalf("found %d commands in the README's \"Try it\" section, want the whole walk-through", len(steps))
+	}
+	dir := t.TempDir()
+	s := start(t, filepath.Join(dir, "data"))
+	addr := strings.TrimPrefix(s.url, "http://")
+	for _, st := range steps {
+		cmdText := strings.ReplaceAll(st.command, "go run ./cmd/ingest", binary)
+		cmdText = strings.ReplaceAll(cmdText, "localhost:8080", addr)
+		posts := strings.Contains(cmdText, "-XPOST")
+		var out []byte
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			cmd := exec.Command("bash", "-c", cmdText)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
+			out, err = cmd.CombinedOutput()
+			if (err == nil && outputMatches(string(out), st.want)) || posts || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || !outputMatches(string(out), st.want) {
+			t.Fatalf("README command\n  $ %s\nprinted (err %v):\n%s\nthe README shows:\n%s", st.command, err, out, strings.Join(st.want, "\n"))
+		}
+	}
+}
+
+func TestOutputMatches(t *testing.T) {
+	for _, tc := range []struct {
+		got  string
+		want []string
+		ok   bool
+	}{
+		{"a\tb  c\n", []string{"a b c"}, true},
+		{`{"id":"01ABC","x":1}` + "\n", []string{`{"id":"...","x":1}`}, true},
+		{`{"id":"01ABC","x":2}` + "\n", []string{`{"id":"...","x":1}`}, false},
+		{"", nil, true},
+		{"", []string{"something"}, false},
+		{"one\ntwo\n", []string{"one"}, false},
+	} {
+		if got := outputMatches(tc.got, tc.want); got != tc.ok {
+			t.Errorf("outputMatches(%q, %q) = %v, want %v", tc.got, tc.want, got, tc.ok)
+		}
+	}
+}
