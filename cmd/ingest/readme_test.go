@@ -131,3 +131,37 @@ func TestOutputMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestDocLinks checks that every relative link of README.md and docs/
+// points at a file inside the repository.
+func TestDocLinks(t *testing.T) {
+	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	docs = append(docs, filepath.Join(repoRoot, "README.md"))
+	root, _ := filepath.Abs(repoRoot)
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	checked := 0
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			abs, _ := filepath.Abs(filepath.Join(filepath.Dir(doc), target))
+			if abs != root && !strings.HasPrefix(abs, root+string(filepath.Separator)) {
+				t.Errorf("%s links to %s, outside the repository", filepath.Base(doc), target)
+				continue
+			}
+			if _, err := os.Stat(abs); err != nil {
+				t.Errorf("%s links to %s, which does not exist", filepath.Base(doc), target)
+			}
+			checked++
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked %d links: the link pattern no longer finds them", checked)
+	}
+}
