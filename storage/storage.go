@@ -30,6 +30,9 @@ type Config struct {
 	DataDir    string // embedded backend root
 	ConnString string // Azure connection string; empty = embedded (unless Account is set)
 	Account    string // Azure account name for Entra ID auth
+	// BlobEndpoint and TableEndpoint override the service URLs derived from
+	// Account (sovereign clouds, private endpoints, an emulator).
+	BlobEndpoint, TableEndpoint string
 	Container  string // blob container for logs
 	// TryTimeout bounds one storage request; a hung request is abandoned
 	// after it and retried by the sinks with backoff.
@@ -41,6 +44,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the embedded backend (blobs, tables) and the write-ahead log")
 	fs.StringVar(&c.ConnString, "storage", "", "Azure Storage connection string (or env AZURE_STORAGE_CONNECTION_STRING); \"UseDevelopmentStorage=true\" means Azurite on loopback; empty = embedded backend")
 	fs.StringVar(&c.Account, "storage-account", "", "Azure Storage account name, authenticated with Microsoft Entra ID (DefaultAzureCredential) instead of a connection string")
+	fs.StringVar(&c.BlobEndpoint, "storage-blob-endpoint", "", "with --storage-account: the Blob service URL (default https://NAME.blob.core.windows.net/), for sovereign clouds, private endpoints or an emulator")
+	fs.StringVar(&c.TableEndpoint, "storage-table-endpoint", "", "with --storage-account: the Table service URL (default https://NAME.table.core.windows.net/)")
 	fs.StringVar(&c.Container, "container", "logs", "blob container for log blobs")
 	fs.DurationVar(&c.TryTimeout, "storage-try-timeout", 15*time.Second, "time allowed for one Azure Storage request before it is abandoned and retried")
 }
@@ -53,6 +58,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnString != "" && c.Account != "" {
 		return errors.New("cannot use both --storage and --storage-account: pick one way to reach Azure")
+	}
+	if c.Account == "" && (c.BlobEndpoint != "" || c.TableEndpoint != "") {
+		return errors.New("cannot use --storage-blob-endpoint or --storage-table-endpoint without --storage-account (a connection string names its own endpoints)")
+	}
+	for _, ep := range []string{c.BlobEndpoint, c.TableEndpoint} {
+		if ep != "" && !strings.HasPrefix(ep, "https://") {
+			return fmt.Errorf("cannot use endpoint %q: Entra ID tokens are sent over https only", ep)
+		}
 	}
 	if c.Container == "" {
 		return errors.New("cannot use an empty --container")
@@ -131,7 +144,7 @@ func (c *Config) BlobClient() (*azblob.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
 		}
-		return azblob.NewClient(fmt.Sprintf("https://%s.blob.core.windows.net/", c.Account), cred, opts)
+		return azblob.NewClient(c.endpoint(c.BlobEndpoint, "blob"), cred, opts)
 	}
 	cl, err := azblob.NewClientFromConnectionString(ExpandConnString(c.ConnString), opts)
 	if err != nil {
@@ -148,13 +161,22 @@ func (c *Config) TableClient() (*aztables.ServiceClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
 		}
-		return aztables.NewServiceClient(fmt.Sprintf("https://%s.table.core.windows.net/", c.Account), cred, opts)
+		return aztables.NewServiceClient(c.endpoint(c.TableEndpoint, "table"), cred, opts)
 	}
 	cl, err := aztables.NewServiceClientFromConnectionString(ExpandConnString(c.ConnString), opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot use the --storage connection string for tables: %w", err)
 	}
 	return cl, nil
+}
+
+// endpoint is the service URL for Entra ID auth: the override, else the
+// account's public endpoint.
+func (c *Config) endpoint(override, service string) string {
+	if override != "" {
+		return override
+	}
+	return fmt.Sprintf("https://%s.%s.core.windows.net/", c.Account, service)
 }
 
 // BlobDir is where the embedded backend keeps the container's blobs.

@@ -36,3 +36,29 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("TableClient: %v", err)
 	}
 }
+
+func TestEndpointOverrides(t *testing.T) {
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
+	for _, tc := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{Account: "acct", BlobEndpoint: "https://acct.blob.core.chinacloudapi.cn/", TableEndpoint: "https://acct.table.core.chinacloudapi.cn/"}, true},
+		{Config{Account: "acct"}, true},
+		{Config{ConnString: "UseDevelopmentStorage=true", BlobEndpoint: "https://x/"}, false}, // a connection string names its endpoints
+		{Config{BlobEndpoint: "https://x/"}, false},                                           // no account
+		{Config{Account: "acct", TableEndpoint: "http://127.0.0.1:10002/acct"}, false},        // tokens over http
+	} {
+		tc.cfg.DataDir, tc.cfg.Container = "d", "logs"
+		if err := tc.cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("Validate(%+v) = %v, want ok=%v", tc.cfg, err, tc.ok)
+		}
+	}
+	c := Config{Account: "acct"}
+	if got := c.endpoint("", "blob"); got != "https://acct.blob.core.windows.net/" {
+		t.Errorf("default blob endpoint = %q", got)
+	}
+	if got := c.endpoint("https://10.0.0.4/acct", "table"); got != "https://10.0.0.4/acct" {
+		t.Errorf("overridden endpoint = %q", got)
+	}
+}

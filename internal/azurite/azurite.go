@@ -69,7 +69,9 @@ func Binary() (string, error) {
 }
 
 // Start launches Azurite and waits until its ports accept connections.
-func Start() (*Server, error) {
+// extra are more Azurite options (for example "--oauth", "basic", "--cert",
+// FILE, "--key", FILE for token authentication over HTTPS).
+func Start(extra ...string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -79,10 +81,10 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{BlobPort: ports[0], TablePort: ports[1]}
-	s.cmd = exec.Command(bin,
+	s.cmd = exec.Command(bin, append([]string{
 		"--blobHost", "127.0.0.1", "--tableHost", "127.0.0.1", "--queueHost", "127.0.0.1",
 		"--blobPort", strconv.Itoa(ports[0]), "--tablePort", strconv.Itoa(ports[1]), "--queuePort", strconv.Itoa(ports[2]),
-		"--inMemoryPersistence", "--skipApiVersionCheck", "--disableTelemetry", "--silent", "--loose")
+		"--inMemoryPersistence", "--skipApiVersionCheck", "--disableTelemetry", "--silent", "--loose"}, extra...)...)
 	s.cmd.Stderr = &s.stderr
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
