@@ -30,10 +30,10 @@ type Config struct {
 	DataDir    string // embedded backend root
 	ConnString string // Azure connection string; empty = embedded (unless Account is set)
 	Account    string // Azure account name for Entra ID auth
+	Container  string // blob container for logs
 	// BlobEndpoint and TableEndpoint override the service URLs derived from
 	// Account (sovereign clouds, private endpoints, an emulator).
 	BlobEndpoint, TableEndpoint string
-	Container  string // blob container for logs
 	// TryTimeout bounds one storage request; a hung request is abandoned
 	// after it and retried by the sinks with backoff.
 	TryTimeout time.Duration
