@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ingest/blobsink"
+	"ingest/internal/retry"
 	"ingest/logline"
 )
 
@@ -118,16 +119,16 @@ func (s *Sink) claimDeadLetterBlob(ctx context.Context, now time.Time) (string, 
 	}
 }
 
-// retryBlob runs a blob operation up to --login-flush-retries times with
-// backoff: the blob store's errors other than its sentinels are transient.
+// retryBlob runs a blob operation through the write retry policy: the
+// blob store's errors other than its sentinels are transient.
 func (s *Sink) retryBlob(ctx context.Context, op func() error) error {
-	for try := 1; ; try++ {
-		err := op()
-		if err == nil || errors.Is(err, blobsink.ErrExists) || try >= s.cfg.Retries || ctx.Err() != nil {
+	p := s.writeRetry
+	p.Op = "write_login_dead_letter"
+	return p.Do(ctx, func(context.Context) error {
+		if err := op(); errors.Is(err, blobsink.ErrExists) {
+			return retry.Permanent(err)
+		} else {
 			return err
 		}
-		if err := s.sleep(ctx, backoff(try)); err != nil {
-			return err
-		}
-	}
+	})
 }

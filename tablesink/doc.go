@@ -44,10 +44,11 @@
 // whole chunk into entity group transactions (at most 100 entities and
 // 4 MiB, one partition each, a RowKey at most once), and upserts them,
 // --login-flush-parallel at a time, so a replayed or retried flush
-// duplicates nothing. Throttling (503 ServerBusy, 429) backs off
-// exponentially with jitter for up to about a minute per transaction, other
-// transient errors (500, timeouts, resets) up to --login-flush-retries
-// tries; a missing table is created and the write retried. A transaction
+// duplicates nothing. Retries go through the shared retry policy
+// (internal/retry): throttling (503 ServerBusy, 429) backs off
+// exponentially with jitter, up to 10 s a wait and about a minute per
+// transaction, other transient errors (500, timeouts, resets) up to
+// --login-flush-retries tries; a missing table is created and the write retried. A transaction
 // the service rejects as invalid (400) is retried entity by entity, and an
 // entity it refuses on its own, like a record that cannot be made into an
 // entity, goes to a dead-letter blob

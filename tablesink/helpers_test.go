@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ingest/internal/azurite"
+	"ingest/internal/retry"
 	"ingest/storage"
 )
 
@@ -68,7 +69,7 @@ func newTestSink(t testing.TB, st Store, cfg Config) *Sink {
 	s.prefix = uniqueName("t") + "logins"
 	now := day0
 	s.now = func() time.Time { return now }
-	s.sleep = func(context.Context, time.Duration) error { return nil }
+	fastRetries(s)
 	return s
 }
 
@@ -137,4 +138,11 @@ func countRows(t testing.TB, st Store, table, pk string) int {
 		t.Fatalf("query %s/%s: %v", table, pk, err)
 	}
 	return len(ents)
+}
+
+// fastRetries shrinks the sink's retry backoff to microseconds.
+func fastRetries(s *Sink) {
+	for _, p := range []*retry.Policy{&s.writeRetry, &s.throttleRetry} {
+		p.Min, p.Max = time.Microsecond, 10*time.Microsecond
+	}
 }

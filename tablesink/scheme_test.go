@@ -190,18 +190,16 @@ func TestFlushFillsTransactions(t *testing.T) {
 func TestThrottlingBacksOff(t *testing.T) {
 	cs := newCounting(backends[0].open(t))
 	s := newTestSink(t, cs, testConfig())
-	var slept []time.Duration
-	s.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
 	recs := map[string][]byte{}
 	appendAttempts(t, s, recs, "dave", []time.Time{day0}, "d")
 	busy := fmt.Errorf("503 ServerBusy: %w: %w", ErrThrottled, ErrTransient)
 	cs.failBatch = []error{busy, busy, busy, busy, busy, busy, busy, busy}
 	flushAll(t, s, recs)
-	if n := testutil.ToFloat64(s.m.retries.WithLabelValues("throttled")); n != 8 || len(slept) != 8 {
-		t.Fatalf("throttled retries %v, sleeps %d", n, len(slept))
+	if n := s.retryMetrics.Count("write_login_transaction_throttled"); n != 8 {
+		t.Fatalf("throttled retries %v, want 8", n)
 	}
-	if slept[7] < 2*time.Second {
-		t.Fatalf("backoff after 8 throttled tries is %v: not backing off", slept[7])
+	if d := defaultThrottleBackoff(t, 8); d < 5*time.Second {
+		t.Fatalf("backoff cap after 8 throttled tries is %v: not backing off", d)
 	}
 	cs.failBatch = make([]error, maxThrottledTries)
 	for i := range cs.failBatch {
@@ -210,6 +208,15 @@ func TestThrottlingBacksOff(t *testing.T) {
 	if err := s.Flush(context.Background(), tableName(s.prefix, dayOf(day0.UnixNano())), recs[tableName(s.prefix, dayOf(day0.UnixNano()))]); err == nil {
 		t.Fatal("Flush succeeded through endless throttling: want an error for the buffer to retry later")
 	}
+}
+
+// defaultThrottleBackoff is the throttle backoff bound of try n with the defaults.
+func defaultThrottleBackoff(t *testing.T, n int) time.Duration {
+	s, err := New(testConfig(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.throttleRetry.Backoff(n)
 }
 
 // TestDeadLetters: what the service refuses on its own goes to a

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,24 +13,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"
 
+	"ingest/internal/retry"
 	"ingest/shard"
 )
 
 // Sink writes login attempts to day tables and reads them back.
 type Sink struct {
-	cfg     Config
-	prefix  string // day table names: prefix + YYYYMMDD (TablePrefix; tests use their own)
-	store   Store
-	keyer   *shard.Keyer
-	log     *slog.Logger
-	now     func() time.Time
-	sleep   func(ctx context.Context, d time.Duration) error
-	scratch sync.Pool
-	parsers fastjson.ParserPool
-	day     atomic.Pointer[dayName]
-	schemes schemeCache
-	dead    deadLetters
-	m       metrics
+	cfg    Config
+	prefix string // day table names: prefix + YYYYMMDD (TablePrefix; tests use their own)
+	store  Store
+	keyer  *shard.Keyer
+	log    *slog.Logger
+	now    func() time.Time
+	// Retries of a write: on transient errors (--login-flush-retries
+	// tries), and while the service throttles (maxThrottledTries).
+	writeRetry, throttleRetry retry.Policy
+	retryMetrics              *retry.Metrics
+	scratch                   sync.Pool
+	parsers                   fastjson.ParserPool
+	day                       atomic.Pointer[dayName]
+	schemes                   schemeCache
+	dead                      deadLetters
+	m                         metrics
 }
 
 type dayName struct {
@@ -44,7 +47,6 @@ type metrics struct {
 	transactions prometheus.Counter
 	requests     prometheus.Counter
 	deadLetters  *prometheus.CounterVec
-	retries      *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
 	created      prometheus.Counter
 	deleted      prometheus.Counter
@@ -59,7 +61,12 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Sink{cfg: cfg, prefix: TablePrefix, store: store, keyer: shard.NewKeyer(cfg.Shard), log: log, now: time.Now, sleep: sleepCtx}
+	s := &Sink{cfg: cfg, prefix: TablePrefix, store: store, keyer: shard.NewKeyer(cfg.Shard), log: log, now: time.Now}
+	s.retryMetrics = retry.NewMetrics(reg)
+	s.writeRetry = retry.Policy{Op: "write_login_transaction", Min: 100 * time.Millisecond, Max: 5 * time.Second,
+		Tries: cfg.Retries, Log: log, Metrics: s.retryMetrics}
+	s.throttleRetry = retry.Policy{Op: "write_login_transaction_throttled", Min: 200 * time.Millisecond, Max: 10 * time.Second,
+		Tries: maxThrottledTries, Log: log, Metrics: s.retryMetrics}
 	s.scratch.New = func() any { b := make([]byte, 0, 256); return &b }
 	s.m = metrics{
 		entities: prometheus.NewCounter(prometheus.CounterOpts{
@@ -74,9 +81,6 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingest_login_dead_letters_total", Help: "Login records written to the dead-letter blobs (_deadletter/logins/...) instead of the day table, by reason: rejected (the table service refuses the entity on its own) or bad_record (unparseable or over Azure's limits).",
 		}, []string{"reason"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ingest_login_retries_total", Help: "Transactions retried, by reason: throttled (503 ServerBusy, 429), transient (500, timeouts, resets) or table_not_found (table created, then retried).",
-		}, []string{"reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingest_login_records_dropped_total", Help: "Buffered login records not stored, by reason: expired (day past the retention at flush time), or rejected and bad_record when no dead-letter store is configured.",
 		}, []string{"reason"}),
@@ -88,7 +92,7 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.requests, s.m.deadLetters, s.m.retries, s.m.dropped, s.m.created, s.m.deleted} {
+		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.requests, s.m.deadLetters, s.m.dropped, s.m.created, s.m.deleted} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("cannot register tablesink metrics: %w", err)
 			}
@@ -284,20 +288,21 @@ type MultiBatcher interface {
 
 // maxThrottledTries bounds the tries of one transaction while the service
 // throttles (503 ServerBusy, 429): throttling is the service asking for
-// time, so it gets more tries than other transient errors, with the backoff
-// at its 5 s cap for most of them (about a minute in all), before the flush
-// fails and the buffer retries it later.
+// time, so it gets more tries than other transient errors and a longer
+// backoff (up to 10 s, about a minute in all) before the flush fails and
+// the buffer retries it later.
 const maxThrottledTries = 16
 
 // submit runs write (txns transactions of n entities), retrying throttling
-// and transient errors with backoff and creating the table when it is
-// missing.
+// and transient errors through the retry policies and creating the table
+// when it is missing.
 func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int, write func() error) error {
 	created := false
 	tries, throttled := 0, 0
 	for {
 		s.m.requests.Add(float64(txns))
 		err := write()
+		var wait func() error
 		switch {
 		case err == nil:
 			s.m.transactions.Add(float64(txns))
@@ -310,7 +315,6 @@ func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int,
 				s.m.dropped.WithLabelValues("expired").Add(float64(n))
 				return nil
 			}
-			s.m.retries.WithLabelValues("table_not_found").Inc()
 			if err := s.createTable(ctx, table); err != nil {
 				return err
 			}
@@ -320,37 +324,18 @@ func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int,
 			if throttled++; throttled >= maxThrottledTries {
 				return err
 			}
-			s.m.retries.WithLabelValues("throttled").Inc()
+			wait = func() error { return s.throttleRetry.Wait(ctx, throttled, err, "table", table) }
 		case !IsTransient(err):
 			return err
 		default:
 			if tries++; tries >= s.cfg.Retries {
 				return err
 			}
-			s.m.retries.WithLabelValues("transient").Inc()
+			wait = func() error { return s.writeRetry.Wait(ctx, tries, err, "table", table) }
 		}
-		s.log.Debug("retrying a login transaction", "table", table, "tries", tries, "throttled", throttled, "err", err)
-		if err := s.sleep(ctx, backoff(tries+throttled)); err != nil {
+		if wait() != nil {
 			return err
 		}
-	}
-}
-
-// backoff is 100 ms doubling per try up to 5 s, with full jitter over the
-// upper half so that instances throttled together do not retry together.
-func backoff(try int) time.Duration {
-	d := min(100*time.Millisecond<<min(try-1, 10), 5*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

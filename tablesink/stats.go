@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/internal/retry"
 	"ingest/logline"
 	"ingest/shard"
 )
@@ -64,6 +65,7 @@ type Counters struct {
 	flushMu   sync.Mutex
 	conflicts prometheus.Counter
 	failures  prometheus.Counter
+	retry     retry.Policy // transient errors of a merge
 }
 
 type svcCounters struct {
@@ -97,6 +99,7 @@ func NewCounters(store Store, instance string, reg prometheus.Registerer, log *s
 			Name: "ingest_stats_flush_failures_total", Help: "Stats flushes that failed (the counts are kept for the next flush).",
 		}),
 	}
+	c.retry = retry.Policy{Op: "merge_stats", Min: 100 * time.Millisecond, Max: 5 * time.Second, Log: log, Metrics: retry.NewMetrics(reg)}
 	if reg != nil {
 		for _, m := range []prometheus.Collector{c.conflicts, c.failures} {
 			if err := reg.Register(m); err != nil {
@@ -279,7 +282,7 @@ func (c *Counters) merge(ctx context.Context, pk string, delta map[string]int64)
 		case errors.Is(err, ErrPrecondition), errors.Is(err, ErrExists):
 			c.conflicts.Inc()
 		case IsTransient(err) && ctx.Err() == nil:
-			if err := sleepCtx(ctx, backoff(try+1)); err != nil {
+			if c.retry.Wait(ctx, try+1, err, "partition", pk) != nil {
 				return err
 			}
 		default:
