@@ -76,6 +76,7 @@ type Buffer struct {
 	// failing counts flushes whose latest attempts failed at least
 	// storageDownAfter times in a row (see StorageDown).
 	failing atomic.Int64
+	walFail atomic.Pointer[walFailure] // the last batch the WAL's disk refused (walguard.go)
 	// lastFlushErr is the error of the latest failed flush attempt, for
 	// refusals while StorageDown.
 	lastFlushErr atomic.Pointer[error]
@@ -197,6 +198,9 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 			return err
 		}
 	}
+	if err := b.walRoom(); err != nil {
+		return err
+	}
 	if err := b.budget.Acquire(ctx, n, b.cfg.BudgetWait); err != nil {
 		b.lastFull.Store(time.Now().UnixNano())
 		b.met.full.Inc()
@@ -220,7 +224,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		if errors.Is(err, wal.ErrClosed) {
 			return ErrClosed
 		}
-		return err
+		return b.walFailed(err)
 	}
 	if b.cfg.Ack == AckFlush {
 		return b.waitFlushed(ctx, batch, lsn)

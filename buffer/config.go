@@ -26,6 +26,9 @@ type Config struct {
 	WALSegmentBytes int64
 	// AckTimeout bounds how long Add waits for storage with --ack flush.
 	AckTimeout time.Duration
+	// WALMaxBytes bounds the write-ahead log on disk: past it new batches
+	// are refused (503) until flushes let segments go.
+	WALMaxBytes int64
 	// BudgetWait is how long Add waits for memory before failing with ErrFull.
 	BudgetWait time.Duration
 	// RetryMin and RetryMax bound the backoff between flush attempts
@@ -42,6 +45,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.FlushWorkers, "flush-workers", 8, "concurrent flushes per sink")
 	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", 64<<20, "write-ahead log segment size")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", 30*time.Second, "with --ack flush, the longest a request waits for storage; then it gets 202 saying the batch is in the write-ahead log and will be stored (do not resend)")
+	flagutil.BytesVar(fs, &c.WALMaxBytes, "wal-max-bytes", 4<<30, "bound of the write-ahead log on disk (events not yet stored); past it requests get 503 until storage catches up")
 	c.BudgetWait = 100 * time.Millisecond
 }
 
@@ -72,6 +76,12 @@ func (c *Config) Validate() error {
 	}
 	if c.WALSegmentBytes <= 0 {
 		c.WALSegmentBytes = 64 << 20
+	}
+	if c.WALMaxBytes == 0 {
+		c.WALMaxBytes = 4 << 30
+	}
+	if c.Ack != AckMemory && c.WALMaxBytes < 2*c.WALSegmentBytes {
+		return fmt.Errorf("cannot use --wal-max-bytes %d: it must be at least twice --wal-segment-bytes (%d), since segments are deleted whole", c.WALMaxBytes, c.WALSegmentBytes)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type metrics struct {
 	walSegments        prometheus.Gauge
 	walSegmentsRemoved prometheus.Counter
 	keys               prometheus.Gauge
+	walRefused         *prometheus.CounterVec
 }
 
 func streamName(s Stream) string {
@@ -52,12 +53,21 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 			Help: "Write-ahead log segment files on disk."}),
 		walSegmentsRemoved: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_wal_segments_removed_total",
 			Help: "Write-ahead log segments deleted once all their records were stored."}),
+		walRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_wal_refused_total",
+			Help: "Batches refused with 503 because of the write-ahead log: its disk failed (disk) or it reached --wal-max-bytes (max_bytes)."}, []string{"reason"}),
 		keys: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_buffer_keys",
 			Help: "Keys (service and hour, or login day) with a buffer."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.full, m.refusedFailing, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
-			m.walSegments, m.walSegmentsRemoved, m.keys,
+			m.walSegments, m.walSegmentsRemoved, m.keys, m.walRefused,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_wal_bytes",
+				Help: "Bytes of write-ahead log segments on disk, bounded by --wal-max-bytes."}, func() float64 {
+				if b.wal == nil {
+					return 0
+				}
+				return float64(b.wal.Bytes())
+			}),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_buffer_bytes",
 				Help: "Bytes accepted and not yet stored, held against --buffer-bytes."}, func() float64 { return float64(b.Used()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ingest_buffer_limit_bytes",

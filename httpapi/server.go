@@ -348,6 +348,11 @@ func (s *Server) ready(ctx *fasthttp.RequestCtx) {
 		ctx.WriteString("buffer full\n")
 		return
 	}
+	if err := s.deps.Buffer.WALErr(); err != nil {
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.WriteString("write-ahead log cannot take writes: " + err.Error() + "\n")
+		return
+	}
 	if s.deps.Ready != nil {
 		c, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()

@@ -18,6 +18,15 @@
 //	l.Start()
 //	lsn, err := l.Append(payload, func(lsn uint64) { /* runs in LSN order once durable */ })
 //
+// A failed write or fsync fails every record of its group (their callers
+// get the error; no onDurable runs) and the segment is cut back to the end
+// of the last good group, so those records are never replayed: a client
+// told "failed" may resend without a duplicate. Until the cut succeeds
+// (the disk is failing or read-only) every Append fails at once with the
+// cause; each Append retries the cut, so writes resume by themselves when
+// the disk recovers. Err reports the failure while it lasts. The one window
+// left: a crash while the cut cannot be made may replay the failed group.
+//
 // Performance: one writer goroutine owns the file. Appenders hand it their
 // payload and wait; it writes everything queued, calls fdatasync once, then
 // runs each record's onDurable callback in LSN order and wakes the appenders.
@@ -36,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -59,6 +69,23 @@ type Options struct {
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("cannot append to the write-ahead log: it is closed")
 
+// ErrDisk is wrapped by the errors Append returns when the log's disk
+// failed a write, fsync or file creation (full, read-only, failing): the
+// record was not kept, and trying again later may succeed.
+var ErrDisk = errors.New("the write-ahead log's disk failed")
+
+// diskError is an ErrDisk with its cause, e.g. "no space left on device".
+type diskError struct {
+	what string
+	err  error
+}
+
+func (e *diskError) Error() string { return "cannot " + e.what + ": " + e.err.Error() }
+func (e *diskError) Is(target error) bool {
+	return target == ErrDisk
+}
+func (e *diskError) Unwrap() error { return e.err }
+
 type request struct {
 	payload   []byte
 	onDurable func(lsn uint64)
@@ -78,9 +105,17 @@ type Log struct {
 	applied  uint64 // every record below this LSN is durable and its onDurable has run
 	closed   bool   // guarded by closeMu
 
-	f       *os.File
+	f       segmentFile
 	w       *bufio.Writer
-	segSize int64
+	segSize int64 // bytes of whole, durable records in the current segment
+	// broken is the failure whose records may still be in the current
+	// segment past segSize; nil when the segment ends at segSize.
+	broken error
+	// create opens a new segment file (tests inject faults through it).
+	create func(path string) (segmentFile, error)
+
+	lastErr atomic.Pointer[error] // the last group's failure; nil after a success
+	bytes   atomic.Int64          // bytes of every segment on disk
 
 	closeMu  sync.RWMutex // held for reading while sending to queue, for writing to close it
 	queue    chan *request
@@ -92,6 +127,29 @@ type Log struct {
 type segment struct {
 	first uint64 // LSN of its first record (or of the next record when empty)
 	path  string
+	size  int64 // bytes, once it is no longer written
+}
+
+// segmentFile is what the log needs of a segment file.
+type segmentFile interface {
+	io.Writer
+	Truncate(size int64) error
+	Seek(offset int64, whence int) (int64, error)
+	Sync() error // fdatasync
+	Close() error
+}
+
+// osFile is a segment file on disk.
+type osFile struct {
+	*os.File
+	noSync bool
+}
+
+func (f osFile) Sync() error {
+	if f.noSync {
+		return nil
+	}
+	return syscall.Fdatasync(int(f.Fd()))
 }
 
 // Open opens (creating if needed) the log in dir. Call Replay, then Start.
@@ -103,6 +161,13 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("cannot create write-ahead log directory %s: %w", dir, err)
 	}
 	l := &Log{dir: dir, opts: opts, nextLSN: 1, queue: make(chan *request, 8192), stopped: make(chan struct{})}
+	l.create = func(path string) (segmentFile, error) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return osFile{f, opts.NoSync}, nil
+	}
 	l.donePool.New = func() any { return make(chan struct{}, 1) }
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -117,7 +182,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		if err != nil {
 			continue
 		}
-		l.segments = append(l.segments, segment{first: first, path: filepath.Join(dir, name)})
+		var size int64
+		if info, err := e.Info(); err == nil {
+			size = info.Size()
+		}
+		l.segments = append(l.segments, segment{first: first, path: filepath.Join(dir, name), size: size})
+		l.bytes.Add(size)
 	}
 	sort.Slice(l.segments, func(i, j int) bool { return l.segments[i].first < l.segments[j].first })
 	return l, nil
@@ -144,6 +214,8 @@ func (l *Log) Replay(fn func(lsn uint64, payload []byte) error) error {
 			if err := os.Truncate(seg.path, end); err != nil {
 				return fmt.Errorf("cannot cut the torn tail off %s: %w", seg.path, err)
 			}
+			l.bytes.Add(end - seg.size)
+			l.segments[i].size = end
 		}
 	}
 	return nil
@@ -229,45 +301,33 @@ func (l *Log) Start() error {
 	return nil
 }
 
+// rotate starts a new segment. The current one holds only whole, durable
+// records (every group ends with an fsync), so it is simply closed, and
+// only once the new one exists: a failure leaves the log as it was.
 func (l *Log) rotate() error {
-	if l.f != nil {
-		if err := l.w.Flush(); err != nil {
-			return err
-		}
-		if err := l.sync(); err != nil {
-			return err
-		}
-		if err := l.f.Close(); err != nil {
-			return err
-		}
-	}
 	path := filepath.Join(l.dir, fmt.Sprintf("wal-%020d.log", l.nextLSN))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := l.create(path)
 	if err != nil {
-		return fmt.Errorf("cannot create write-ahead log segment: %w", err)
+		return &diskError{"create a write-ahead log segment", err}
 	}
-	d, err := os.Open(l.dir)
-	if err == nil {
+	if d, err := os.Open(l.dir); err == nil {
 		_ = d.Sync()
 		d.Close()
 	}
+	l.mu.Lock()
+	if l.f != nil {
+		_ = l.f.Close() // written and synced: a close error loses nothing
+		l.segments[len(l.segments)-1].size = l.segSize
+	}
+	l.segments = append(l.segments, segment{first: l.nextLSN, path: path})
+	l.mu.Unlock()
 	l.f, l.segSize = f, 0
 	if l.w == nil {
 		l.w = bufio.NewWriterSize(f, 1<<20)
 	} else {
 		l.w.Reset(f)
 	}
-	l.mu.Lock()
-	l.segments = append(l.segments, segment{first: l.nextLSN, path: path})
-	l.mu.Unlock()
 	return nil
-}
-
-func (l *Log) sync() error {
-	if l.opts.NoSync {
-		return nil
-	}
-	return syscall.Fdatasync(int(l.f.Fd()))
 }
 
 // Append writes payload as one record and returns once it is on disk, after
@@ -312,12 +372,15 @@ func (l *Log) run() {
 			}
 		}
 		err := l.writeGroup(group)
-		for _, r := range group {
-			if err == nil && r.onDurable != nil {
-				r.onDurable(r.lsn)
+		if err != nil {
+			l.lastErr.Store(&err)
+		} else {
+			l.lastErr.Store(nil)
+			for _, r := range group {
+				if r.onDurable != nil {
+					r.onDurable(r.lsn)
+				}
 			}
-		}
-		if err == nil {
 			l.mu.Lock()
 			l.applied = group[len(group)-1].lsn + 1
 			l.mu.Unlock()
@@ -329,42 +392,94 @@ func (l *Log) run() {
 	}
 }
 
+// writeGroup writes and fsyncs a group of records, all or none: on a
+// failure the segment is cut back to where the group began.
 func (l *Log) writeGroup(group []*request) error {
-	var hdr [headerLen]byte
-	for _, r := range group {
-		if l.segSize >= l.opts.SegmentBytes {
-			if err := l.rotate(); err != nil {
-				return err
-			}
+	if l.broken != nil {
+		if err := l.cutBack(); err != nil {
+			return err
 		}
-		r.lsn = l.nextLSN
+	}
+	if l.segSize >= l.opts.SegmentBytes {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	var hdr [headerLen]byte
+	lsn := l.nextLSN
+	var n int64
+	for _, r := range group {
+		r.lsn = lsn
+		lsn++
 		binary.LittleEndian.PutUint32(hdr[0:4], uint32(len(r.payload)))
 		binary.LittleEndian.PutUint64(hdr[8:16], r.lsn)
 		crc := crc32.Update(crc32.Checksum(hdr[8:16], crcTable), crcTable, r.payload)
 		binary.LittleEndian.PutUint32(hdr[4:8], crc)
 		if _, err := l.w.Write(hdr[:]); err != nil {
-			return fmt.Errorf("cannot write to the write-ahead log: %w", err)
+			return l.fail(&diskError{"write to the write-ahead log", err})
 		}
 		if _, err := l.w.Write(r.payload); err != nil {
-			return fmt.Errorf("cannot write to the write-ahead log: %w", err)
+			return l.fail(&diskError{"write to the write-ahead log", err})
 		}
-		l.segSize += headerLen + int64(len(r.payload))
-		l.mu.Lock()
-		l.nextLSN++
-		l.mu.Unlock()
+		n += headerLen + int64(len(r.payload))
 	}
 	if err := l.w.Flush(); err != nil {
-		return fmt.Errorf("cannot write to the write-ahead log: %w", err)
+		return l.fail(&diskError{"write to the write-ahead log", err})
 	}
 	start := time.Now()
-	if err := l.sync(); err != nil {
-		return fmt.Errorf("cannot fsync the write-ahead log: %w", err)
+	if err := l.f.Sync(); err != nil {
+		return l.fail(&diskError{"fsync the write-ahead log", err})
 	}
 	if l.opts.OnSync != nil {
 		l.opts.OnSync(len(group), time.Since(start))
 	}
+	l.segSize += n
+	l.bytes.Add(n)
+	l.mu.Lock()
+	l.nextLSN = lsn
+	l.mu.Unlock()
 	return nil
 }
+
+// fail handles a failed group: its LSNs are given again to the next one,
+// and the segment is cut back to its last good record.
+func (l *Log) fail(err error) error {
+	l.broken = err
+	if cerr := l.cutBack(); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// cutBack drops whatever a failed group left past segSize: buffered bytes,
+// and bytes in the file, durably. Until it succeeds the log stays broken
+// and refuses every group.
+func (l *Log) cutBack() error {
+	l.w.Reset(l.f)
+	if err := l.f.Truncate(l.segSize); err != nil {
+		return fmt.Errorf("%w (and cannot cut the failed records off: %v)", l.broken, err)
+	}
+	if _, err := l.f.Seek(l.segSize, io.SeekStart); err != nil {
+		return fmt.Errorf("%w (and cannot cut the failed records off: %v)", l.broken, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		return fmt.Errorf("%w (and cannot cut the failed records off: %v)", l.broken, err)
+	}
+	l.broken = nil
+	return nil
+}
+
+// Err is the failure of the last group written, while it lasts: nil once
+// a group went through again. Readiness checks report it.
+func (l *Log) Err() error {
+	if p := l.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Bytes is the size of every segment on disk: records not yet truncated.
+func (l *Log) Bytes() int64 { return l.bytes.Load() }
 
 // Truncate deletes every segment all of whose records have LSNs below keep.
 // The segment being written is never deleted.
@@ -379,7 +494,9 @@ func (l *Log) Truncate(keep uint64) (removed int, err error) {
 	for _, s := range drop {
 		if e := os.Remove(s.path); e != nil && !errors.Is(e, os.ErrNotExist) {
 			err = e
+			continue
 		}
+		l.bytes.Add(-s.size)
 	}
 	return len(drop), err
 }
@@ -408,11 +525,6 @@ func (l *Log) Close() error {
 		return nil
 	}
 	<-l.stopped
-	if err := l.w.Flush(); err != nil {
-		return err
-	}
-	if err := l.sync(); err != nil {
-		return err
-	}
+	// Every group ended with an fsync or was cut off: nothing is buffered.
 	return l.f.Close()
 }
