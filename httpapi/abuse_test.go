@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -71,5 +73,116 @@ func TestStalledUploadsDoNotStarveOthers(t *testing.T) {
 	big := []byte(strings.Repeat(`{"msg":"a large batch from a normal client"}`+"\n", 200_000)) // ~9 MB
 	if status, _, body := f.do(t, "POST", "/v1/logs", ndjson, big); status != 202 {
 		t.Fatalf("9 MB request beside the stalled uploads: %d %s", status, body)
+	}
+}
+
+// slowloris opens a connection that sends a request line and then one
+// header byte every interval, never finishing its headers. It returns a
+// channel closed when the server closes the connection.
+func slowloris(t *testing.T, addr string, interval time.Duration) <-chan struct{} {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	closed := make(chan struct{})
+	go func() { // reads until the server closes
+		io.Copy(io.Discard, c)
+		close(closed)
+	}()
+	go func() {
+		if _, err := io.WriteString(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\n"); err != nil {
+			return
+		}
+		for {
+			select {
+			case <-closed:
+				return
+			case <-time.After(interval):
+			}
+			if _, err := io.WriteString(c, "X"); err != nil {
+				return
+			}
+		}
+	}()
+	return closed
+}
+
+// headerFlood sends a request whose headers go on past size bytes and
+// returns the server's answer (its status line), or "closed".
+func headerFlood(t *testing.T, addr string, size int) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() {
+		io.WriteString(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\n")
+		line := []byte("X-Flood: " + strings.Repeat("a", 100) + "\r\n")
+		for sent := 0; sent < size; sent += len(line) {
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "closed"
+	}
+	return strings.TrimSpace(status)
+}
+
+// Abusive connections all at once (stalled 16 MiB uploads, slowloris
+// connections that never finish their headers, header floods) cost their
+// own connections: a normal client keeps getting 202, a flood gets 431, and
+// every slowloris connection is closed once --read-timeout passes. The full
+// size (2,000 slowloris connections) and its latency figures are
+// scripts/abuse.sh.
+func TestConnectionAbuse(t *testing.T) {
+	cfg := Config{MaxBodyBytes: 16 << 20, MaxDecompressedBytes: 64 << 20, MaxInflightBytes: 64 << 20,
+		ReadTimeout: 4 * time.Second, IdleTimeout: 4 * time.Second, MaxHeaderBytes: 16 << 10}
+	f := newTCPFixture(t, cfg, buffer.Config{})
+	const stalled, loris, floods = 8, 300, 20
+	for range stalled {
+		stalledUpload(t, f.addr, 16<<20, 300_000)
+	}
+	closed := make([]<-chan struct{}, loris)
+	for i := range closed {
+		closed[i] = slowloris(t, f.addr, 500*time.Millisecond)
+	}
+	answers := make(chan string, floods)
+	for range floods {
+		go func() { answers <- headerFlood(t, f.addr, 1<<20) }()
+	}
+
+	ndjson := map[string]string{"Content-Type": "application/x-ndjson"}
+	for i := range 30 {
+		status, _, body := f.do(t, "POST", "/v1/logs", ndjson, []byte(fmt.Sprintf(`{"msg":"normal client %d"}`, i)))
+		if status != 202 {
+			t.Fatalf("normal request %d under abuse: %d %s", i, status, body)
+		}
+	}
+	refused := 0
+	for range floods {
+		switch a := <-answers; {
+		case strings.HasPrefix(a, "HTTP/1.1 431 "):
+			refused++
+		case a != "closed":
+			t.Errorf("header flood answered %q, want 431 or a closed connection", a)
+		}
+	}
+	if refused == 0 {
+		t.Error("no header flood got 431")
+	}
+	deadline := time.After(cfg.ReadTimeout + 30*time.Second)
+	for i, c := range closed {
+		select {
+		case <-c:
+		case <-deadline:
+			t.Fatalf("slowloris connection %d still open long after --read-timeout", i)
+		}
 	}
 }

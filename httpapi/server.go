@@ -51,7 +51,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", ":8080", "HTTP listen address")
 	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", 16<<20, "largest request body accepted, as sent (413 past it)")
 	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", 64<<20, "largest request body accepted once decompressed (413 past it)")
-	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body, decoded body, encoded lines); past it requests get 429")
+	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body as it arrives, decoded body, encoded lines); past it requests get 429")
 	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
 	fs.BoolVar(&c.MetricsAuth, "metrics-auth", false, "with --tokens, /metrics needs a token too")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP")
