@@ -11,6 +11,14 @@
 // EventCount). A blob is closed and the next number claimed at
 // --blob-max-bytes or before Azure's 50,000-block limit.
 //
+// A writer goes claimed -> appending -> retired (full or idle), or
+// abandoned when its blob changed behind its back (another writer
+// appended, the file was touched) or vanished: that flush fails with what
+// it stored so far, and the next claims the next number (writer.go). An
+// append whose answer was lost is resolved by reading the block back, and
+// each flush's intent carries a CRC-32C per block, so neither a retry nor
+// recovery after a crash ever takes another writer's bytes for ours.
+//
 // Storage sits behind the Store interface: FileStore (embedded, files under
 // the data directory) and AzureStore (Azure Blob service through azblob).
 package blobsink

@@ -30,6 +30,14 @@
 // fails with a 429 refusal (package admission; errors.Is ErrFull) that the
 // HTTP layer answers with Retry-After.
 //
+// Disk is bounded by --wal-max-bytes: while the WAL's segments on disk
+// reach it (storage not keeping up), Add refuses with a 503 naming the flag
+// (errors.Is ErrWALFull) before writing anything. When the WAL's disk fails
+// a write (full, read-only, failing), Add returns a 503 naming the cause;
+// nothing of the batch is kept (package wal cuts the failed group off), and
+// WALErr tells /readyz. Failed flushes are retried with the internal/retry
+// policy; StorageDown is true while one has failed three times in a row.
+//
 // Performance: with --ack wal, one goroutine (the WAL writer) inserts every
 // durable batch into the key buffers in log order; inserting is a memcpy per
 // group. Keys live in sharded maps so the flush scheduler and the inserters
