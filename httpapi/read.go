@@ -15,6 +15,7 @@ import (
 	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"
+	"ingest/web"
 )
 
 // maxQueryTime bounds one query, so that no handler runs without a
@@ -130,6 +131,22 @@ func (s *Server) histogram(ctx *fasthttp.RequestCtx, q query.Query, interval str
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(h.AppendJSON(nil))
+}
+
+// page serves the query page and its files (package web). They hold no
+// data: with --tokens the page asks for a token and sends it on its API
+// calls, which are what the tokens guard.
+func (s *Server) page(ctx *fasthttp.RequestCtx) {
+	body, ctype, ok := web.Asset(string(ctx.Path()))
+	if !ok {
+		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: fmt.Sprintf("no page file %s", ctx.Path())})
+		return
+	}
+	ctx.SetContentType(ctype)
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	ctx.SetBody(body)
 }
 
 // listServices handles GET /v1/services: a JSON array of the services that

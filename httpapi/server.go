@@ -264,6 +264,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.metricsH(ctx)
 		return
+	case ctx.IsGet() && (string(path) == "/" || bytes.HasPrefix(path, []byte("/ui/"))):
+		route = "page"
+		s.page(ctx)
+		return
 	case s.cfg.Pprof && bytes.HasPrefix(path, []byte("/debug/pprof")):
 		route = "pprof"
 		if !s.authorize(ctx) {

@@ -105,7 +105,7 @@ func TestHistogram(t *testing.T) {
 		t.Fatalf("stats %+v: want %d matched and blobs outside the range skipped", st, total)
 	}
 	js := string(h.AppendJSON(nil))
-	if want := `{"from":"2026-11-21T15:30:00.0000000Z","interval_seconds":60,"buckets":[{"ts":"2026-11-21T15:30:00.0000000Z","total":`; js[:len(want)] != want {
+	if want := `{"from":"2026-11-21T15:30:00.0000000Z","to":"2026-11-21T16:10:00.0000000Z","interval_seconds":60,"buckets":[{"ts":"2026-11-21T15:30:00.0000000Z","total":`; js[:len(want)] != want {
 		t.Fatalf("JSON %.200s", js)
 	}
 	if _, _, err := RunHistogram(context.Background(), s, q, time.Millisecond); err == nil {

@@ -16,6 +16,7 @@ const MaxBuckets = 100000
 // Histogram counts matching events per interval and level.
 type Histogram struct {
 	From     time.Time // start of the first bucket: q.From rounded down to Interval (UTC)
+	To       time.Time // q.To: the last bucket ends at or after it
 	Interval time.Duration
 	Counts   [][7]int64 // per bucket, indexed by logline.Level
 }
@@ -37,7 +38,7 @@ func RunHistogram(ctx context.Context, store blobsink.Store, q Query, interval t
 	if interval < time.Second {
 		return Histogram{}, st, errors.New("cannot make a histogram: the interval must be at least 1s")
 	}
-	h := Histogram{From: q.From.UTC().Truncate(interval), Interval: interval}
+	h := Histogram{From: q.From.UTC().Truncate(interval), To: q.To.UTC(), Interval: interval}
 	n := (q.To.Sub(h.From) + interval - 1) / interval
 	if n > MaxBuckets {
 		return Histogram{}, st, fmt.Errorf("cannot make a histogram of %d buckets (at most %d): use a larger interval or a shorter range", n, MaxBuckets)
@@ -86,14 +87,16 @@ func levelName(l logline.Level) string {
 	return l.String()
 }
 
-// AppendJSON appends the histogram as one JSON object: the interval in
-// seconds and the non-empty buckets, each with its start, total and
+// AppendJSON appends the histogram as one JSON object: the range, the
+// interval in seconds and the non-empty buckets, each with its start, total and
 // per-level counts:
 //
-//	{"from":"...","interval_seconds":60,"buckets":[{"ts":"2026-11-21T16:04:00.0000000Z","total":3,"info":2,"error":1}]}
+//	{"from":"...","to":"...","interval_seconds":60,"buckets":[{"ts":"2026-11-21T16:04:00.0000000Z","total":3,"info":2,"error":1}]}
 func (h *Histogram) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"from":"`...)
 	dst = logline.AppendTime(dst, h.From.UnixNano())
+	dst = append(dst, `","to":"`...)
+	dst = logline.AppendTime(dst, h.To.UnixNano())
 	dst = fmt.Appendf(dst, `","interval_seconds":%d,"buckets":[`, int64(h.Interval/time.Second))
 	first := true
 	for i, c := range h.Counts {

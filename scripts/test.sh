@@ -20,6 +20,12 @@ if [ ! -x node_modules/.bin/azurite ] || [ package-lock.json -nt node_modules/.p
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# The query page's test drives Debian's headless Chromium.
+if ! command -v chromium >/dev/null; then
+  echo "test.sh: installing Debian's chromium for the query page test" >&2
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+
 go vet ./...
 go test -count=1 -timeout 15m "$@" ./...
 # The packages where goroutines share state, again under the race detector.

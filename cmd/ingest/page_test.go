@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds Debian's chromium (scripts/test.sh installs it). Under
+// CI=true a missing browser fails the test instead of skipping it.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (scripts/test.sh installs Debian's chromium package)")
+	}
+	t.Skip("chromium is not installed; scripts/test.sh installs it")
+	return ""
+}
+
+// TestQueryPage drives the query page in headless Chromium against the real
+// binary, as a person would: open a link with service, range and level, see
+// the stored events and the histogram, expand a row, switch live on and see
+// an event posted afterwards appear.
+//
+// INGEST_PAGE_SCREENSHOT=FILE also writes a screenshot of the page with its
+// data (docs/query-page.png is made that way).
+func TestQueryPage(t *testing.T) {
+	browser := chromium(t)
+	s := start(t, t.TempDir())
+
+	// 16:00-16:30 on one day: api events at a rate that varies by minute,
+	// cycling through the levels, and web events that a service=api link
+	// must not show.
+	levels := []string{"debug", "info", "info", "info", "warn", "info", "error", "info", "info", "warn", "fatal", "info", "info"}
+	msgs := map[string]string{"debug": "pool size %d", "info": "GET /api/orders/%d 200", "warn": "slow query on orders (%d ms)",
+		"error": "payment failed for order %d", "fatal": "out of memory after %d allocations"}
+	var body []byte
+	want := map[string]int{}
+	firstWarn := ""
+	n := 0
+	for m := range 30 {
+		perMin := 4 + (m*7)%13
+		for k := range perMin {
+			lv := levels[n%len(levels)]
+			ts := fmt.Sprintf("2026-11-21T16:%02d:%02dZ", m, k*60/perMin)
+			msg := fmt.Sprintf(msgs[lv], 1000+n)
+			body = fmt.Appendf(body, `{"ts":%q,"service":"api","host":"web-%d","level":%q,"msg":%q,"order":%d,"region":"eu-west"}`+"\n",
+				ts, n%3+1, lv, msg, 1000+n)
+			if firstWarn == "" && lv == "warn" {
+				firstWarn = msg
+			}
+			want[lv]++
+			body = fmt.Appendf(body, `{"ts":%q,"service":"web","level":"error","msg":"web error %d"}`+"\n", ts, n)
+			n++
+		}
+	}
+	if code, b := s.post("/v1/logs", "application/x-ndjson", "", body); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	s.waitDrained()
+	wantRows := want["warn"] + want["error"] + want["fatal"]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 860))
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+
+	link := s.url + "/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&level=warn"
+	var status, legend, firstRow, detail, service, level string
+	var bars bool
+	poll := func(expr string, res any) chromedp.Action {
+		return chromedp.Poll(expr, res, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
+	}
+	err := chromedp.Run(bctx,
+		chromedp.Navigate(link),
+		poll(`/events in/.test(document.getElementById('status').textContent) && document.getElementById('legend').textContent !== ''`, nil),
+		chromedp.Text("#status", &status, chromedp.ByQuery),
+		chromedp.Text("#legend", &legend, chromedp.ByQuery),
+		chromedp.Text("#rows .row", &firstRow, chromedp.ByQuery),
+		chromedp.Value("#service", &service, chromedp.ByQuery),
+		chromedp.Value("#level", &level, chromedp.ByQuery),
+		// The histogram has bars: some canvas pixels are painted.
+		chromedp.Evaluate(`(() => { const c = document.getElementById('histo'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+			for (let i = 3; i < d.length; i += 4) if (d[i] > 0) return true; return false; })()`, &bars),
+	)
+	if err != nil {
+		var text string
+		chromedp.Run(bctx, chromedp.Evaluate(`document.body.innerText.slice(0, 2000)`, &text))
+		t.Fatalf("loading %s: %v (status %q); page text:\n%s", link, err, status, text)
+	}
+	if service != "api" || level != "warn" {
+		t.Fatalf("the link's state did not reach the controls: service %q level %q", service, level)
+	}
+	if !strings.HasPrefix(status, fmt.Sprintf("%d events in", wantRows)) {
+		t.Fatalf("status %q, want %d events (api, warn and above)", status, wantRows)
+	}
+	for _, l := range []string{"warn", "error", "fatal"} {
+		if !strings.Contains(legend, fmt.Sprintf("%s %d", l, want[l])) {
+			t.Fatalf("histogram legend %q lacks %s %d", legend, l, want[l])
+		}
+	}
+	if strings.Contains(legend, "info") || !bars {
+		t.Fatalf("histogram legend %q (bars painted: %v): want warn and above only, drawn", legend, bars)
+	}
+	if !strings.Contains(firstRow, "2026-11-21 16:0") || !strings.Contains(firstRow, firstWarn) {
+		t.Fatalf("first row %q, want the first warning (%s)", firstRow, firstWarn)
+	}
+
+	// Expand the first row: its attributes show.
+	err = chromedp.Run(bctx,
+		chromedp.Click("#rows .row", chromedp.ByQuery),
+		chromedp.WaitVisible("#rows .detail", chromedp.ByQuery),
+		chromedp.Text("#rows .detail", &detail, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("expanding a row: %v", err)
+	}
+	for _, kv := range []string{"order", "1004", "region", "eu-west", "host", "web-2", "service", "api"} {
+		if !strings.Contains(detail, kv) {
+			t.Fatalf("expanded row %q lacks %q", detail, kv)
+		}
+	}
+
+	if shot := os.Getenv("INGEST_PAGE_SCREENSHOT"); shot != "" {
+		var png []byte
+		if err := chromedp.Run(bctx, chromedp.CaptureScreenshot(&png)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(shot, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes)", filepath.Base(shot), len(png))
+	}
+
+	// Live: scroll to the end, switch live on, post an event; it appears.
+	var url string
+	err = chromedp.Run(bctx,
+		chromedp.Evaluate(`document.getElementById('results').scrollTop = 1e9`, nil),
+		chromedp.Click("#live", chromedp.ByQuery),
+		poll(`document.querySelector('.live.on') !== null && / live$/.test(document.getElementById('status').textContent)`, nil),
+		chromedp.Evaluate(`location.search`, &url),
+	)
+	if err != nil {
+		t.Fatalf("switching live on: %v", err)
+	}
+	if !strings.Contains(url, "live=1") || !strings.Contains(url, "level=warn") {
+		t.Fatalf("URL query %q does not hold the live switch and the level", url)
+	}
+	waitTailReaders(t, s, 1)
+	if code, b := s.post("/v1/logs", "application/x-ndjson", "", []byte(
+		`{"service":"api","level":"info","msg":"below the level"}`+"\n"+
+			`{"service":"api","level":"error","msg":"live: card declined","order":77}`)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	var liveRow string
+	err = chromedp.Run(bctx,
+		poll(`[...document.querySelectorAll('#rows .row')].some(r => r.textContent.includes('live: card declined'))`, nil),
+		chromedp.Text("#status", &status, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('#rows .row')].map(r => r.textContent).join('\n')`, &liveRow),
+	)
+	if err != nil {
+		t.Fatalf("the live event did not appear: %v (status %q)", err, status)
+	}
+	if strings.Contains(liveRow, "below the level") || !strings.HasPrefix(status, fmt.Sprintf("%d events", wantRows+1)) {
+		t.Fatalf("after the live event: status %q, rows:\n%s", status, liveRow)
+	}
+}
+
+// waitTailReaders waits until the server counts n tail readers.
+func waitTailReaders(t *testing.T, s *server, n int) {
+	t.Helper()
+	re := regexp.MustCompile(fmt.Sprintf(`(?m)^ingest_tail_readers %d$`, n))
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(s.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if re.Match(b) {
+			return
+		}
+	}
+	t.Fatalf("the server never counted %d tail readers", n)
+}
