@@ -20,6 +20,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require go.yaml.in/yaml/v3 v3.0.5
+
 require (
 	github.com/chromedp/chromedp v0.14.2
 	github.com/prometheus/client_model v0.6.3

@@ -12,10 +12,13 @@
 //	ingest stats SERVICE [--day YYYY-MM-DD]
 //	ingest retention [--dry-run]
 //	ingest loadtest [flags]
+//	ingest --version            the version and the commit it was built from
 //	ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]
 //	ingest tail --service S [--level L] [--q TEXT] [--server URL]
 //
-// Every flag also reads INGEST_<FLAG> from the environment.
+// Every flag also reads INGEST_<FLAG> from the environment and a key of the
+// same name from the YAML file of --config; the command line wins over the
+// environment, which wins over the file.
 package main
 
 import (
@@ -60,6 +63,10 @@ func main() {
 		usage()
 		return
 	}
+	if name == "version" || (len(args) > 0 && args[0] == "--version") {
+		fmt.Println(versionString())
+		return
+	}
 	for _, c := range commands {
 		if c.name == name {
 			if err := c.run(args); err != nil {
@@ -82,12 +89,19 @@ func usage() {
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'ingest COMMAND --help' for a command's flags. Every flag also reads INGEST_<FLAG>.")
+	fmt.Fprintln(os.Stderr, "\nRun 'ingest COMMAND --help' for a command's flags. Every flag also reads INGEST_<FLAG>,\nand a key of the same name in the YAML file of --config.")
 }
 
 // parse parses a command's flags (interspersed with positional arguments),
-// then fills unset flags from INGEST_<FLAG>.
+// then fills the flags still unset from INGEST_<FLAG>, then from the YAML
+// file of --config (or INGEST_CONFIG). Every command calls it first thing,
+// before any other work: flagNames relies on that.
 func parse(fs *pflag.FlagSet, usageLine string, args []string) error {
+	fs.String("config", "", "YAML file of flag values, keys are flag names (listen: \":9000\"); the command line and INGEST_<FLAG> win over it")
+	if collecting != nil {
+		fs.VisitAll(func(f *pflag.Flag) { collecting[f.Name] = true })
+		return errCollected
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: %s\n\n", usageLine)
 		fs.PrintDefaults()
@@ -95,5 +109,31 @@ func parse(fs *pflag.FlagSet, usageLine string, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return flagutil.ApplyEnv(fs)
+	if err := flagutil.ApplyEnv(fs); err != nil {
+		return err
+	}
+	if path, _ := fs.GetString("config"); path != "" {
+		known := flagNames()
+		return flagutil.ApplyFile(fs, path, func(name string) bool { return known[name] })
+	}
+	return nil
+}
+
+// collecting, while set, makes parse record the flag names of the command
+// calling it and stop it with errCollected.
+var (
+	collecting   map[string]bool
+	errCollected = errors.New("flag names collected")
+)
+
+// flagNames is the name of every flag of every command, so one --config
+// file can serve them all: each command is started with parse collecting
+// its flags, and stops there.
+func flagNames() map[string]bool {
+	collecting = map[string]bool{}
+	defer func() { collecting = nil }()
+	for _, c := range commands {
+		c.run(nil)
+	}
+	return collecting
 }

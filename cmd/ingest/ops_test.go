@@ -255,3 +255,110 @@ func TestTLSFlagsNeedBoth(t *testing.T) {
 		t.Fatalf("serve --tls-cert alone: %v\n%s", err, out)
 	}
 }
+
+// TestConfigFile: --config sets every command's flags from one YAML file;
+// INGEST_<FLAG> wins over it and the command line over both; a key no
+// command knows is an error naming it.
+func TestConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(tokens, []byte("tok\n"), 0o600)
+	port := freePort(t)
+	cfg := filepath.Join(t.TempDir(), "ingest.yaml")
+	os.WriteFile(cfg, fmt.Appendf(nil, "# one file for every command\nlisten: \"127.0.0.1:%d\"\ndata-dir: %q\ntokens: %q\nmetrics-auth: true\nflush-interval: 50ms\nbuffer-bytes: 64MiB\ndays: 3\n", port, dir, tokens), 0o600)
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	serve := func(env ...string) (stop func()) {
+		t.Helper()
+		cmd := exec.Command(binary, "serve", "--config", cfg)
+		cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="), env...)
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		stop = func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("no exit after SIGTERM:\n%s", stderr.String())
+			}
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if resp, err := http.Get(url + "/healthz"); err == nil {
+				resp.Body.Close()
+				return stop
+			}
+			select {
+			case <-exited:
+				t.Fatalf("serve --config exited:\n%s", stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				stop()
+				t.Fatalf("serve --config not listening on the file's address after 30s:\n%s", stderr.String())
+			}
+		}
+	}
+	status := func(path string) int {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	stop := serve()
+	// listen, tokens and metrics-auth came from the file.
+	if got := status("/metrics"); got != 401 {
+		t.Errorf("/metrics with metrics-auth: true in the file: %d, want 401", got)
+	}
+	if got := status("/v1/logins/alice"); got != 401 {
+		t.Errorf("/v1/logins with tokens in the file: %d, want 401", got)
+	}
+	// The same file serves a read command beside the server: its listen and
+	// tokens keys belong to serve and are skipped; data-dir and days apply.
+	if out, err := runCLI(t, nil, "logins", "alice", "--config", cfg); err != nil || !strings.Contains(out, "TIME") {
+		t.Fatalf("ingest logins --config: %v\n%s", err, out)
+	}
+	req, _ := http.NewRequest("POST", url+"/v1/logs/cfgsvc", strings.NewReader(`{"msg":"from the config test"}`))
+	req.Header.Set("Authorization", "Bearer tok")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
+		t.Fatalf("POST with the file's token: %v %v", resp, err)
+	}
+	stop() // flushes
+
+	// INGEST_<FLAG> wins over the file.
+	stop = serve("INGEST_METRICS_AUTH=false")
+	if got := status("/metrics"); got != 200 {
+		t.Errorf("/metrics with INGEST_METRICS_AUTH=false over the file: %d, want 200", got)
+	}
+	stop()
+	// The file's data-dir holds the blob; INGEST_DATA_DIR wins over the
+	// file, and the command line over both.
+	empty := "INGEST_DATA_DIR=" + t.TempDir()
+	if out, err := runCLI(t, nil, "ls", "cfgsvc/", "--config", cfg); err != nil || !strings.Contains(out, "cfgsvc/") {
+		t.Fatalf("ingest ls --config: %v\n%s", err, out)
+	}
+	if out, err := runCLI(t, []string{empty}, "ls", "cfgsvc/", "--config", cfg); err != nil || strings.Contains(out, "cfgsvc/") {
+		t.Fatalf("ingest ls --config with INGEST_DATA_DIR elsewhere: %v\n%s", err, out)
+	}
+	if out, err := runCLI(t, []string{empty}, "ls", "cfgsvc/", "--config", cfg, "--data-dir", dir); err != nil || !strings.Contains(out, "cfgsvc/") {
+		t.Fatalf("ingest ls --data-dir over INGEST_DATA_DIR: %v\n%s", err, out)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("data-dir: /tmp\nlisen: \":9000\"\n"), 0o600)
+	for _, args := range [][]string{{"serve", "--config", bad}, {"ls", "--config", bad}} {
+		out, err := runCLI(t, nil, args...)
+		if err == nil || !strings.Contains(out, `line 2: unknown key "lisen"`) {
+			t.Errorf("ingest %s with an unknown key: %v\n%s", args[0], err, out)
+		}
+	}
+}
