@@ -42,7 +42,8 @@
 // # Memory
 //
 // Per query: the sort buffer (Config.SortBytes, plus about 12% for its index
-// with 200-byte lines), and per open blob a 64 KiB read buffer, a line buffer
+// with 200-byte lines), and per open blob up to three 128 KiB batches of
+// lines read ahead, a 64 KiB read buffer, a line buffer
 // that grows only for lines longer than that (up to Config.MaxLineBytes,
 // default 4 MiB; longer lines are skipped and counted) and, for zstd blobs,
 // the decoder's window (the size of one flushed frame). At most
@@ -52,9 +53,14 @@
 //
 // # Performance
 //
+// Every open blob is read, decompressed and filtered ahead by a goroutine of
+// its own, into small batches of matching lines; the merge takes lines from
+// the batches in time order. The blobs of an hour (several writers, several
+// services) are so scanned on all cores while output stays in order.
 // A line is first checked against the time range by comparing its fixed-width
-// time field as bytes, and against the message text on the raw line when the
-// text has no character a JSON encoder might escape; only then is it parsed.
+// time field as bytes, against the level by its level field, and against the
+// message text on the raw line when the text has no character a JSON encoder
+// might escape; only then is it parsed.
 // Matching lines are parsed once more when handed out. See BenchmarkScan for
 // lines/s and MB/s on one large hour.
 package query

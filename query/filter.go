@@ -60,7 +60,7 @@ func rawSafe(s []byte) bool {
 }
 
 // prefilter rejects lines cheaply, before parsing: by the bytes of the time
-// field and, where safe, by the text on the raw line. It never rejects a
+// field, by the level field and, where safe, by the text on the raw line. It never rejects a
 // well-formed matching line.
 func (f *filter) prefilter(line []byte) bool {
 	const end = timeOff + len(logline.TimeLayout)
@@ -68,6 +68,16 @@ func (f *filter) prefilter(line []byte) bool {
 		t := line[timeOff:end]
 		if bytes.Compare(t, f.fromT) < 0 || bytes.Compare(t, f.toT) >= 0 {
 			return false
+		}
+	}
+	if f.level != logline.LevelNone && len(line) > end {
+		// The level field follows the time: a line below the level is
+		// rejected here, before its time is parsed.
+		rest := line[end+1:]
+		if i := bytes.IndexByte(rest, ';'); i >= 0 {
+			if l, ok := levelOf(rest[:i]); ok && l < f.level {
+				return false
+			}
 		}
 	}
 	if f.textRawCheck && !bytes.Contains(line, f.text) {

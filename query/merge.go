@@ -14,16 +14,47 @@ import (
 )
 
 // stream is one open blob, positioned on its next matching line (head).
+// Its lines are read, decompressed and filtered ahead by a goroutine of its
+// own (readAhead), so the blobs of an hour are scanned on every core while
+// the merge hands lines out in order.
 type stream struct {
 	name string
 	seq  int // position in the hour's candidate order: breaks time ties
 	raw  *countingReader
 	dec  io.ReadCloser
 	lr   *lineReader
-	ev   logline.Event
+	ev   logline.Event // Time and Level of head
 	head []byte
 	t    int64
+
+	feed   chan *lineBatch // matching lines, in blob order; closed at the end
+	free   chan *lineBatch // batches handed back for reuse
+	stop   chan struct{}   // closed to end readAhead early
+	exited chan struct{}
+	cur    *lineBatch
+	pos    int
+	st     Stats // readAhead's counts, added to the query's at close
+	err    error // readAhead's storage error, valid once feed is closed
 }
+
+// lineBatch is a run of matching lines read ahead.
+type lineBatch struct {
+	buf  []byte
+	recs []batchRec
+}
+
+type batchRec struct {
+	t      int64
+	off, n int32
+	level  logline.Level
+}
+
+// Read-ahead bounds: each open blob holds at most batchesPerStream batches
+// of about batchBytes (plus one line).
+const (
+	batchBytes       = 128 << 10
+	batchesPerStream = 3
+)
 
 // streamHeap orders open streams by their head's time.
 type streamHeap []*stream
@@ -123,7 +154,9 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 	return r.flush(ctx)
 }
 
-// open opens a candidate blob; nil when it vanished since the listing.
+// open opens a candidate blob and starts reading it ahead; nil when it
+// vanished since the listing. The stream filters with the runner's filter
+// as it is now.
 func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error) {
 	rc, err := r.store.Open(ctx, c.name)
 	if errors.Is(err, blobsink.ErrNotFound) {
@@ -144,13 +177,29 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 		r.st.BlobsDamaged++
 		return nil, nil
 	}
-	return &stream{name: c.name, seq: seq, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes)}, nil
+	s := &stream{name: c.name, seq: seq, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
+		feed: make(chan *lineBatch, batchesPerStream), free: make(chan *lineBatch, batchesPerStream),
+		stop: make(chan struct{}), exited: make(chan struct{})}
+	for range batchesPerStream {
+		s.free <- &lineBatch{}
+	}
+	f := r.f
+	go s.readAhead(&f)
+	return s, nil
 }
 
+// close stops the stream's reading, waits for it, and counts what it did.
 func (r *runner) close(s *stream) {
+	close(s.stop)
+	<-s.exited
 	r.st.BytesRead += s.raw.n
 	r.st.LinesTooLong += s.lr.tooLong
-	s.raw.n, s.lr.tooLong = 0, 0
+	r.st.LinesScanned += s.st.LinesScanned
+	r.st.BytesDecoded += s.st.BytesDecoded
+	r.st.LinesBad += s.st.LinesBad
+	r.st.LinesMatched += s.st.LinesMatched
+	r.st.BlobsDamaged += s.st.BlobsDamaged
+	s.raw.n, s.lr.tooLong, s.st = 0, 0, Stats{}
 	s.dec.Close()
 }
 
@@ -159,40 +208,92 @@ func (r *runner) close(s *stream) {
 // returned.
 func (r *runner) advance(s *stream) (bool, error) {
 	for {
+		if b := s.cur; b != nil {
+			if s.pos < len(b.recs) {
+				rec := b.recs[s.pos]
+				s.pos++
+				s.head, s.t, s.ev.Time, s.ev.Level = b.buf[rec.off:rec.off+rec.n], rec.t, rec.t, rec.level
+				return true, nil
+			}
+			b.buf, b.recs = b.buf[:0], b.recs[:0]
+			s.free <- b // never blocks: at most batchesPerStream exist
+			s.cur = nil
+		}
+		b, ok := <-s.feed
+		if !ok {
+			return false, s.err
+		}
+		s.cur, s.pos = b, 0
+	}
+}
+
+// readAhead reads, decompresses and filters the blob's lines into batches
+// for advance, until the blob ends or the stream is stopped. It touches only
+// the stream's own fields.
+func (s *stream) readAhead(f *filter) {
+	defer close(s.exited)
+	defer close(s.feed)
+	var b *lineBatch
+	select {
+	case b = <-s.free:
+	case <-s.stop:
+		return
+	}
+	send := func() bool {
+		select {
+		case s.feed <- b:
+		case <-s.stop:
+			return false
+		}
+		select {
+		case b = <-s.free:
+			return true
+		case <-s.stop:
+			return false
+		}
+	}
+	var ev logline.Event
+	for {
 		line, err := s.lr.next()
 		if err != nil {
-			if err == io.EOF {
-				return false, nil
+			if err != io.EOF {
+				if s.raw.err != nil {
+					s.err = fmt.Errorf("cannot read blob %s: %w", s.name, err)
+				} else {
+					s.st.BlobsDamaged++
+				}
 			}
-			if s.raw.err != nil {
-				return false, fmt.Errorf("cannot read blob %s: %w", s.name, err)
+			if len(b.recs) > 0 {
+				send()
 			}
-			r.st.BlobsDamaged++
-			return false, nil
+			return
 		}
-		r.st.LinesScanned++
-		r.st.BytesDecoded += int64(len(line))
-		if !r.f.prefilter(line) {
+		s.st.LinesScanned++
+		s.st.BytesDecoded += int64(len(line))
+		if !f.prefilter(line) {
 			continue
 		}
 		// The message is unescaped only when a filter needs it; otherwise
 		// the full parse waits until the line is handed out, so a matching
 		// line is parsed once, not twice.
-		if r.f.needsMessage() {
-			if logline.Parse(line, &s.ev) != nil {
-				r.st.LinesBad++
+		if f.needsMessage() {
+			if logline.Parse(line, &ev) != nil {
+				s.st.LinesBad++
 				continue
 			}
-		} else if !parseHead(line, &s.ev) {
-			r.st.LinesBad++
+		} else if !parseHead(line, &ev) {
+			s.st.LinesBad++
 			continue
 		}
-		if !r.f.match(line, &s.ev) {
+		if !f.match(line, &ev) {
 			continue
 		}
-		r.st.LinesMatched++
-		s.head, s.t = line, s.ev.Time
-		return true, nil
+		s.st.LinesMatched++
+		b.recs = append(b.recs, batchRec{t: ev.Time, off: int32(len(b.buf)), n: int32(len(line)), level: ev.Level})
+		b.buf = append(b.buf, line...)
+		if len(b.buf) >= batchBytes && !send() {
+			return
+		}
 	}
 }
 
