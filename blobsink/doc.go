@@ -19,6 +19,22 @@
 // each flush's intent carries a CRC-32C per block, so neither a retry nor
 // recovery after a crash ever takes another writer's bytes for ours.
 //
+// The contract with the buffer (Sink implements its Flusher): Flush
+// journals its intent, then either stores all of data and returns its
+// length, or returns an error with the bytes stored so far; Landed tells,
+// after a crash, how many bytes of a journaled intent are in storage. The
+// append-position condition keeps a retried block from landing twice, and
+// the per-block CRC-32C keeps another writer's bytes from counting as ours.
+//
 // Storage sits behind the Store interface: FileStore (embedded, files under
 // the data directory) and AzureStore (Azure Blob service through azblob).
+//
+// One concern per file: config.go (settings and flags), sink.go (Flush as
+// a sequence of steps), encode.go (splitting into blocks, compression),
+// scanmeta.go (a block's metadata from its lines), plan.go (placing blocks
+// in blobs, the journaled intent), claim.go (claiming the next blob
+// number), writers.go (a key's current writer, idle eviction), writer.go
+// (a writer's life cycle), widen.go (metadata before and after appending),
+// append.go (one conditional append and resolving its lost answer),
+// recover.go (finishing a crashed flush), metrics.go.
 package blobsink
