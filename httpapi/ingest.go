@@ -32,6 +32,7 @@ type reqState struct {
 	decoded []byte
 	batch   buffer.Batch
 	key     []byte
+	svc     []byte // the current group's service, as stored (AppendService)
 	record  []byte
 	// log events: the group of the previous event, to skip the key lookup
 	lastSvc  []byte
@@ -275,9 +276,9 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	}
 	g := st.lastG
 	if g == nil || hour != st.lastHour || !bytes.Equal(e.Service, st.lastSvc) {
-		st.key = logline.AppendToken(st.key[:0], e.Service)
-		svcLen := len(st.key)
-		st.key = append(st.key, '/')
+		st.svc = logline.AppendService(st.svc[:0], e.Service)
+		svcLen := len(st.svc)
+		st.key = append(append(st.key[:0], st.svc...), '/')
 		st.key = logline.HourPrefix(st.key, e.Time)
 		g = st.batch.Group(StreamLogs, st.key)
 		groups := st.batch.Groups()
@@ -292,6 +293,7 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 		st.lastG, st.lastHour = g, hour
 		st.lastSvc = append(st.lastSvc[:0], e.Service...)
 	}
+	e.Service = st.svc // the line names the service as its blob does
 	g.Data = logline.AppendLine(g.Data, e)
 	g.Events++
 	st.counts[st.lastIdx].levels[e.Level]++

@@ -177,7 +177,7 @@ func (s *Server) tailLogs(ctx *fasthttp.RequestCtx) {
 	} else {
 		r.services = map[string]bool{}
 		for _, svc := range services {
-			r.services[string(logline.AppendToken(nil, []byte(svc)))] = true
+			r.services[string(logline.AppendService(nil, []byte(svc)))] = true
 		}
 	}
 	var f tailFilter

@@ -3,7 +3,6 @@ package intake
 import (
 	"bytes"
 	"errors"
-	"ingest/internal/httperr"
 	"io"
 	"net/http"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
+
+	"ingest/internal/httperr"
 )
 
 // MaxZstdWindow caps the window a zstd frame may ask for. The decoder keeps

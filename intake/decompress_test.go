@@ -3,7 +3,6 @@ package intake
 import (
 	"bytes"
 	"encoding/binary"
-	"ingest/internal/httperr"
 	"io"
 	"runtime"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
+
+	"ingest/internal/httperr"
 )
 
 // compress encodes data the way clients send it for each encoding name

@@ -1,8 +1,9 @@
 package intake
 
 import (
-	"ingest/internal/httperr"
 	"testing"
+
+	"ingest/internal/httperr"
 )
 
 func TestDetectFormat(t *testing.T) {

@@ -2,9 +2,10 @@ package intake
 
 import (
 	"fmt"
-	"ingest/internal/httperr"
 	"strings"
 	"testing"
+
+	"ingest/internal/httperr"
 )
 
 type gotLogin struct {

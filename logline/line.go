@@ -13,6 +13,11 @@ const Version = "1.0"
 // MaxTokenLen caps service, host and id; longer values are truncated.
 const MaxTokenLen = 256
 
+// MaxServiceLen caps a service name (AppendService): the service is a blob
+// path segment, and a segment must stay under every filesystem's NAME_MAX
+// (255 bytes).
+const MaxServiceLen = 200
+
 // Event is one log event. Byte fields may point into a caller's buffer; an
 // Event is meant to be reused (see Reset) so the hot path allocates nothing.
 type Event struct {
@@ -107,6 +112,23 @@ func AppendToken(dst, src []byte) []byte {
 		for i := start; i < len(dst); i++ {
 			dst[i] = '_'
 		}
+	}
+	return dst
+}
+
+// AppendService appends the service name src as the blob path segment it is
+// stored under: AppendToken's bytes, at most MaxServiceLen of them, and a
+// leading '.' replaced by '_' (no hidden, "." or ".." segment), so that any
+// name a client sends ("../../etc", "a/b", 1,000 bytes) is a name every
+// store accepts. The intake, the query and the tail all name services so.
+func AppendService(dst, src []byte) []byte {
+	if len(src) > MaxServiceLen {
+		src = src[:MaxServiceLen]
+	}
+	start := len(dst)
+	dst = AppendToken(dst, src)
+	if len(dst) > start && dst[start] == '.' {
+		dst[start] = '_'
 	}
 	return dst
 }

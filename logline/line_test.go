@@ -220,3 +220,20 @@ func TestMessagePlainMatchesQuoting(t *testing.T) {
 		t.Fatalf("MessagePlain changes the line:\n%q\n%q", plain, quoted)
 	}
 }
+
+func TestAppendService(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"checkout", "checkout"},
+		{"../../etc", "_._.._etc"},
+		{"..", "__"},
+		{".hidden", "_hidden"},
+		{"a/b", "a_b"},
+		{"", ""},
+		{strings.Repeat("s", 1000), strings.Repeat("s", MaxServiceLen)},
+	}
+	for _, tc := range cases {
+		if got := string(AppendService([]byte("x/"), []byte(tc.in))); got != "x/"+tc.want {
+			t.Errorf("AppendService(%q) = %q, want %q", tc.in, got, "x/"+tc.want)
+		}
+	}
+}

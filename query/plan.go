@@ -166,7 +166,7 @@ func (r *runner) services(ctx context.Context) ([]string, error) {
 			names = append(names, all...)
 			continue
 		}
-		names = append(names, string(logline.AppendToken(nil, []byte(s))))
+		names = append(names, string(logline.AppendService(nil, []byte(s))))
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
