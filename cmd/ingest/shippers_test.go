@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,11 +33,23 @@ import (
 // and what lands.
 
 // queryNDJSON reads a service's events back through GET /v1/logs, waiting
-// (up to 10 s) until want events are readable.
+// (up to 30 s: a shipper flushes on its own schedule) until want events are
+// readable.
 func (s *server) queryNDJSON(service string, from, to time.Time, want int) []map[string]any {
 	s.t.Helper()
 	q := url.Values{"service": {service}, "from": {from.UTC().Format(time.RFC3339Nano)}, "to": {to.UTC().Format(time.RFC3339Nano)}}
-	body := s.getLines("/v1/logs?"+q.Encode(), want)
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(s.url + "/v1/logs?" + q.Encode())
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if body = string(b); strings.Count(body, "\n") >= want {
+			break
+		}
+	}
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
 		if line == "" {
