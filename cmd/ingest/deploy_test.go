@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"net/http"
 	"os"
@@ -188,6 +191,13 @@ func TestDeployDockerfile(t *testing.T) {
 	}
 	if built == "" {
 		t.Fatal("Dockerfile runs no go build")
+	}
+	for _, run := range d.all("RUN") {
+		for _, m := range regexp.MustCompile(`-X main\.(\w+)=`).FindAllStringSubmatch(run, -1) {
+			if !packageVars(t)[m[1]] {
+				t.Errorf("the Dockerfile sets main.%s with -ldflags -X, which is not a string variable of cmd/ingest (-X would silently do nothing)", m[1])
+			}
+		}
 	}
 
 	// The binary copied into the final image is the one started.
@@ -411,4 +421,32 @@ func TestHealthURL(t *testing.T) {
 	if _, err := healthURL("8080", "/healthz", false); err == nil {
 		t.Error("healthURL accepted a listen address without a port")
 	}
+}
+
+// packageVars lists the package-level variables of this command (non-test
+// files), which -ldflags -X can set.
+func packageVars(t *testing.T) map[string]bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	vars := map[string]bool{}
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range file.Decls {
+			if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.VAR {
+				for _, spec := range gd.Specs {
+					for _, name := range spec.(*ast.ValueSpec).Names {
+						vars[name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	return vars
 }
