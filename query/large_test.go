@@ -146,7 +146,7 @@ func TestBoundedMemory(t *testing.T) {
 // BenchmarkScan queries one large hour (QUERY_BENCH_MIB, default 256 MiB of
 // ~200-byte lines in two interleaved blobs) from the FileStore: every line
 // is read, parsed and filtered; "all" also sorts and hands out every line,
-// "errors" hands out one in six. MB/s is decoded line bytes.
+// "errors" hands out one in six, "text1pct" one in 100 (by message text). MB/s is decoded line bytes.
 func BenchmarkScan(b *testing.B) {
 	size := int64(256 << 20)
 	if v, err := strconv.ParseInt(os.Getenv("QUERY_BENCH_MIB"), 10, 64); err == nil && v > 0 {
@@ -167,14 +167,23 @@ func BenchmarkScan(b *testing.B) {
 			for _, sub := range []struct {
 				name  string
 				level logline.Level
-			}{{"all", logline.LevelNone}, {"errors", logline.LevelError}} {
+				text  string
+			}{{"all", logline.LevelNone, ""}, {"errors", logline.LevelError, ""}, {"text1pct", logline.LevelNone, "77 completed"}} {
 				b.Run(sub.name, func(b *testing.B) {
-					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level}
+					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level, Text: sub.text}
 					var st Stats
+					var first time.Duration // summed time to the first event
 					b.ReportAllocs()
 					cpu0 := cpuTime()
 					for b.Loop() {
-						st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error { return nil })
+						start, got := time.Now(), false
+						st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error {
+							if !got {
+								got = true
+								first += time.Since(start)
+							}
+							return nil
+						})
 						if err != nil || st.LinesScanned != n {
 							b.Fatalf("scanned %d of %d lines: %v", st.LinesScanned, n, err)
 						}
@@ -188,6 +197,7 @@ func BenchmarkScan(b *testing.B) {
 					b.ReportMetric(float64(st.LinesScanned)*float64(b.N)/cpu, "lines/cpu-s")
 					b.ReportMetric(float64(st.BytesDecoded)*float64(b.N)/cpu/1e6, "MB/cpu-s")
 					b.ReportMetric(float64(st.BytesRead)/float64(st.BytesDecoded), "stored/decoded")
+					b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "ms-to-first")
 				})
 			}
 		})
@@ -201,4 +211,30 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDescLimit asks for the newest 100 events of a day of 24 hours
+// (QUERY_BENCH_DESC_MIB per hour, default 16, two interleaved writers each):
+// only the newest hour's blobs are read.
+func BenchmarkDescLimit(b *testing.B) {
+	size := int64(16 << 20)
+	if v, err := strconv.ParseInt(os.Getenv("QUERY_BENCH_DESC_MIB"), 10, 64); err == nil && v > 0 {
+		size = v << 20
+	}
+	day := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	s, err := blobsink.NewFileStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	writeLarge(b, s, "bench", day, 24, size, 2, blobsink.CompressNone)
+	q := Query{Services: []string{"bench"}, From: day, To: day.Add(24 * time.Hour), Limit: 100, Desc: true}
+	var st Stats
+	for b.Loop() {
+		st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error { return nil })
+		if err != nil || st.LinesReturned != 100 {
+			b.Fatalf("returned %d: %v", st.LinesReturned, err)
+		}
+	}
+	b.ReportMetric(float64(st.BlobsRead), "blobs-read")
+	b.ReportMetric(float64(st.BytesRead)/(1<<20), "MiB-read")
 }
