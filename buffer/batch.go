@@ -60,15 +60,6 @@ func (b *Batch) Bytes() int {
 	return n
 }
 
-// Events is the number of events in the batch.
-func (b *Batch) Events() int {
-	n := 0
-	for i := range b.groups {
-		n += b.groups[i].Events
-	}
-	return n
-}
-
 // Reset empties the batch, keeping its memory unless a group grew huge.
 func (b *Batch) Reset() {
 	for i := range b.groups {

@@ -301,8 +301,8 @@ func TestBatchGroupsReuseMemory(t *testing.T) {
 	if n := testing.AllocsPerRun(50, run); n != 0 {
 		t.Fatalf("building a reused batch allocates %v times", n)
 	}
-	if batch.Events() != 100 || len(batch.Groups()) != 2 {
-		t.Fatalf("batch has %d events in %d groups", batch.Events(), len(batch.Groups()))
+	if batch.events() != 100 || len(batch.Groups()) != 2 {
+		t.Fatalf("batch has %d events in %d groups", batch.events(), len(batch.Groups()))
 	}
 }
 

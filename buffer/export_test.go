@@ -8,3 +8,12 @@ func (b *Buffer) kill() {
 		b.wal.Close()
 	}
 }
+
+// events is the number of events in the batch.
+func (b *Batch) events() int {
+	n := 0
+	for i := range b.groups {
+		n += b.groups[i].Events
+	}
+	return n
+}

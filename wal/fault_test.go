@@ -220,7 +220,7 @@ func TestBytes(t *testing.T) {
 	if got := l.Bytes(); got != 500 {
 		t.Fatalf("Bytes = %d after five 100-byte records, want 500", got)
 	}
-	if n, err := l.Truncate(l.NextLSN() - 1); err != nil || n != 4 {
+	if n, err := l.Truncate(l.nextLSNForTest() - 1); err != nil || n != 4 {
 		t.Fatalf("Truncate = %d, %v; want 4 segments", n, err)
 	}
 	if got := l.Bytes(); got != 100 {

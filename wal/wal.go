@@ -274,13 +274,6 @@ func replaySegment(seg segment, fn func(uint64, []byte) error, nextLSN *uint64) 
 	}
 }
 
-// NextLSN is the LSN the next appended record gets.
-func (l *Log) NextLSN() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.nextLSN
-}
-
 // AppliedLSN is the LSN below which every record is durable and has had
 // its onDurable callback run. Truncate must not be given more: a record
 // written but not yet applied lives nowhere else.

@@ -220,7 +220,7 @@ func TestAppliedLSNWaitsForCallbacks(t *testing.T) {
 	release := make(chan struct{})
 	go l.Append([]byte("slow"), func(uint64) { <-release })
 	deadline := time.Now().Add(5 * time.Second)
-	for l.NextLSN() != 2 && time.Now().Before(deadline) {
+	for l.nextLSNForTest() != 2 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if got := l.AppliedLSN(); got != 1 {
