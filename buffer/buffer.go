@@ -47,7 +47,7 @@ var (
 	ErrClosed     error = &httperr.Error{Status: http.StatusServiceUnavailable, Msg: "cannot accept the batch: shutting down; send to another instance or retry", RetryAfter: time.Second}
 )
 
-const numShards = 16
+const numStripes = 16
 
 // Buffer is the set of per-key buffers between intake and sinks.
 type Buffer struct {
@@ -57,8 +57,8 @@ type Buffer struct {
 	wal      *wal.Log // nil with --ack memory
 	met      *metrics
 
-	shards [numShards]shard
-	seed   maphash.Seed
+	stripes [numStripes]stripe
+	seed    maphash.Seed
 
 	budget    *admission.Budget
 	flushed   notifier // broadcast after every completed flush
@@ -83,10 +83,12 @@ type Buffer struct {
 	workersWG    sync.WaitGroup
 	schedWG      sync.WaitGroup
 	payloads     sync.Pool // WAL payload buffers
-	chunks       sync.Pool // full-size chunk buffers (*[]byte)
+	chunkPool    sync.Pool // full-size chunk buffers (*[]byte)
 }
 
-type shard struct {
+// stripe is one of the numStripes locks over the keys, so inserts of
+// different keys rarely contend.
+type stripe struct {
 	mu   sync.RWMutex
 	keys map[string]*keyBuf
 }
@@ -145,8 +147,8 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	b.landedRetry = retry.Policy{Op: "resolve_unfinished_flush", Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm}
 	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
-	for i := range b.shards {
-		b.shards[i].keys = make(map[string]*keyBuf)
+	for i := range b.stripes {
+		b.stripes[i].keys = make(map[string]*keyBuf)
 	}
 	// Queues exist before replay: replayed keys over --flush-bytes are queued.
 	b.queues = make([]chan *keyBuf, len(flushers))
@@ -177,8 +179,8 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	return b, nil
 }
 
-func (b *Buffer) shardOf(key []byte) *shard {
-	return &b.shards[maphash.Bytes(b.seed, key)%numShards]
+func (b *Buffer) stripeOf(key []byte) *stripe {
+	return &b.stripes[maphash.Bytes(b.seed, key)%numStripes]
 }
 
 // Add accepts a batch; when it returns nil, the batch is as safe as --ack
@@ -237,27 +239,29 @@ func (b *Buffer) insert(batch *Batch, lsn uint64) {
 	now := time.Now()
 	for i := range batch.groups {
 		g := &batch.groups[i]
-		b.appendKey(g.Stream, g.Key, g.Data, lsn, now)
+		b.addToKey(g.Stream, g.Key, g.Data, lsn, now)
 	}
 }
 
-func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time.Time) {
+// addToKey appends one group's lines to its key's last chunk, or a new
+// one when that is full, and queues the key for flushing when it is due.
+func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, now time.Time) {
 	full := append(make([]byte, 0, 64), byte(stream))
 	full = append(full, key...)
-	sh := b.shardOf(full)
-	sh.mu.RLock()
-	kb := sh.keys[string(full)]
+	st := b.stripeOf(full)
+	st.mu.RLock()
+	kb := st.keys[string(full)]
 	if kb == nil {
-		sh.mu.RUnlock()
-		sh.mu.Lock()
-		if kb = sh.keys[string(full)]; kb == nil {
+		st.mu.RUnlock()
+		st.mu.Lock()
+		if kb = st.keys[string(full)]; kb == nil {
 			kb = &keyBuf{stream: stream, key: string(key)}
-			sh.keys[string(full)] = kb
+			st.keys[string(full)] = kb
 		}
-		sh.mu.Unlock()
-		sh.mu.RLock()
+		st.mu.Unlock()
+		st.mu.RLock()
 	}
-	// The shard's read lock is held while appending, so eviction (which
+	// The stripe's read lock is held while appending, so eviction (which
 	// takes the write lock) never removes a key that is being written.
 	kb.mu.Lock()
 	var last *chunk
@@ -276,7 +280,7 @@ func (b *Buffer) appendKey(stream Stream, key, data []byte, lsn uint64, now time
 		kb.queued = true
 	}
 	kb.mu.Unlock()
-	sh.mu.RUnlock()
+	st.mu.RUnlock()
 	if enqueue {
 		b.enqueue(kb)
 	}
@@ -291,7 +295,7 @@ func (b *Buffer) chunkBuffer(first int, full bool) []byte {
 		return make([]byte, 0, first)
 	}
 	if full {
-		if p, ok := b.chunks.Get().(*[]byte); ok {
+		if p, ok := b.chunkPool.Get().(*[]byte); ok {
 			return (*p)[:0]
 		}
 		return make([]byte, 0, size)
@@ -303,7 +307,7 @@ func (b *Buffer) chunkBuffer(first int, full bool) []byte {
 func (b *Buffer) recycle(buf []byte) {
 	if int64(cap(buf)) == b.cfg.FlushBytes {
 		buf = buf[:0]
-		b.chunks.Put(&buf)
+		b.chunkPool.Put(&buf)
 	}
 }
 
@@ -359,10 +363,10 @@ func (b *Buffer) waitFlushed(ctx context.Context, batch *Batch, lsn uint64) erro
 func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
 	full := append(make([]byte, 0, 64), byte(stream))
 	full = append(full, key...)
-	sh := b.shardOf(full)
-	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	return sh.keys[string(full)]
+	st := b.stripeOf(full)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.keys[string(full)]
 }
 
 // Ack is the --ack mode: when Add returns.
@@ -384,14 +388,14 @@ func (b *Buffer) Full() bool {
 
 // forEach calls fn for every key buffer.
 func (b *Buffer) forEach(fn func(kb *keyBuf)) {
-	for i := range b.shards {
-		sh := &b.shards[i]
-		sh.mu.RLock()
-		kbs := make([]*keyBuf, 0, len(sh.keys))
-		for _, kb := range sh.keys {
+	for i := range b.stripes {
+		st := &b.stripes[i]
+		st.mu.RLock()
+		kbs := make([]*keyBuf, 0, len(st.keys))
+		for _, kb := range st.keys {
 			kbs = append(kbs, kb)
 		}
-		sh.mu.RUnlock()
+		st.mu.RUnlock()
 		for _, kb := range kbs {
 			fn(kb)
 		}

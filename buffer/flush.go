@@ -32,11 +32,11 @@ func (b *Buffer) scheduler() {
 
 func (b *Buffer) schedule(now time.Time) {
 	keys := 0
-	for i := range b.shards {
-		sh := &b.shards[i]
+	for i := range b.stripes {
+		st := &b.stripes[i]
 		var evict []string
-		sh.mu.RLock()
-		for full, kb := range sh.keys {
+		st.mu.RLock()
+		for full, kb := range st.keys {
 			kb.mu.Lock()
 			due := !kb.queued && !kb.flushing && kb.due(now, &b.cfg)
 			if due {
@@ -51,19 +51,19 @@ func (b *Buffer) schedule(now time.Time) {
 				evict = append(evict, full)
 			}
 		}
-		keys += len(sh.keys)
-		sh.mu.RUnlock()
+		keys += len(st.keys)
+		st.mu.RUnlock()
 		if len(evict) > 0 {
-			sh.mu.Lock()
+			st.mu.Lock()
 			for _, full := range evict {
-				kb := sh.keys[full]
+				kb := st.keys[full]
 				kb.mu.Lock()
 				if len(kb.chunks) == 0 && !kb.flushing && !kb.queued {
-					delete(sh.keys, full)
+					delete(st.keys, full)
 				}
 				kb.mu.Unlock()
 			}
-			sh.mu.Unlock()
+			st.mu.Unlock()
 		}
 	}
 	b.met.keys.Set(float64(keys))

@@ -12,7 +12,8 @@ const (
 	recDone   = 3 // a flush finished: stream, key, upTo LSN
 )
 
-func appendKey(dst []byte, stream Stream, key []byte) []byte {
+// appendStreamKey encodes a group's stream and length-prefixed key.
+func appendStreamKey(dst []byte, stream Stream, key []byte) []byte {
 	dst = append(dst, byte(stream))
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	return append(dst, key...)
@@ -23,7 +24,7 @@ func encodeBatch(dst []byte, b *Batch) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(b.groups)))
 	for i := range b.groups {
 		g := &b.groups[i]
-		dst = appendKey(dst, g.Stream, g.Key)
+		dst = appendStreamKey(dst, g.Stream, g.Key)
 		dst = binary.AppendUvarint(dst, uint64(len(g.Data)))
 		dst = append(dst, g.Data...)
 	}
@@ -33,7 +34,7 @@ func encodeBatch(dst []byte, b *Batch) []byte {
 func encodeIntent(stream Stream, key string, upTo uint64, stored int, intent []byte) []byte {
 	dst := make([]byte, 0, 32+len(key)+len(intent))
 	dst = append(dst, recIntent)
-	dst = appendKey(dst, stream, []byte(key))
+	dst = appendStreamKey(dst, stream, []byte(key))
 	dst = binary.AppendUvarint(dst, upTo)
 	dst = binary.AppendUvarint(dst, uint64(stored))
 	return append(dst, intent...)
@@ -42,7 +43,7 @@ func encodeIntent(stream Stream, key string, upTo uint64, stored int, intent []b
 func encodeDone(stream Stream, key string, upTo uint64) []byte {
 	dst := make([]byte, 0, 16+len(key))
 	dst = append(dst, recDone)
-	dst = appendKey(dst, stream, []byte(key))
+	dst = appendStreamKey(dst, stream, []byte(key))
 	return binary.AppendUvarint(dst, upTo)
 }
 

@@ -10,13 +10,14 @@ import (
 
 // pendingKey is one key's bytes found in the WAL and not known to be stored.
 type pendingKey struct {
-	stream Stream
-	key    string
-	chunks []pendingChunk
-	intent *pendingIntent // the last flush that started and did not finish
+	stream  Stream
+	key     string
+	records []pendingRecord
+	intent  *pendingIntent // the last flush that started and did not finish
 }
 
-type pendingChunk struct {
+// pendingRecord is one WAL record's lines of a key.
+type pendingRecord struct {
 	lsn  uint64
 	data []byte
 }
@@ -27,22 +28,22 @@ type pendingIntent struct {
 	body   []byte
 }
 
-// dropThrough forgets the chunks up to and including LSN upTo.
+// dropThrough forgets the records up to and including LSN upTo.
 func (p *pendingKey) dropThrough(upTo uint64) {
 	i := 0
-	for i < len(p.chunks) && p.chunks[i].lsn <= upTo {
+	for i < len(p.records) && p.records[i].lsn <= upTo {
 		i++
 	}
-	p.chunks = p.chunks[i:]
+	p.records = p.records[i:]
 }
 
-// dropBytes forgets the first n bytes of the chunks up to LSN upTo.
+// dropBytes forgets the first n bytes of the records up to LSN upTo.
 func (p *pendingKey) dropBytes(n int, upTo uint64) {
-	for n > 0 && len(p.chunks) > 0 && p.chunks[0].lsn <= upTo {
-		c := &p.chunks[0]
+	for n > 0 && len(p.records) > 0 && p.records[0].lsn <= upTo {
+		c := &p.records[0]
 		if n >= len(c.data) {
 			n -= len(c.data)
-			p.chunks = p.chunks[1:]
+			p.records = p.records[1:]
 			continue
 		}
 		c.data = c.data[n:]
@@ -80,7 +81,7 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 					return fmt.Errorf("cannot replay the write-ahead log: record %d names unknown stream %d", lsn, stream)
 				}
 				p := get(stream, key)
-				p.chunks = append(p.chunks, pendingChunk{lsn: lsn, data: append([]byte(nil), data...)})
+				p.records = append(p.records, pendingRecord{lsn: lsn, data: append([]byte(nil), data...)})
 			}
 		case recIntent:
 			stream, key := r.key()
@@ -120,7 +121,7 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 	now := time.Now()
 	var bytes, resolved int
 	for _, p := range keys {
-		if in := p.intent; in != nil && len(p.chunks) > 0 && p.chunks[0].lsn <= in.upTo {
+		if in := p.intent; in != nil && len(p.records) > 0 && p.records[0].lsn <= in.upTo {
 			n, err := b.landed(ctx, p, in)
 			if err != nil {
 				return err
@@ -128,12 +129,12 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 			p.dropBytes(in.stored+n, in.upTo)
 			resolved++
 		}
-		for _, c := range p.chunks {
+		for _, c := range p.records {
 			if len(c.data) == 0 {
 				continue
 			}
 			b.budget.Force(int64(len(c.data)))
-			b.appendKey(p.stream, []byte(p.key), c.data, c.lsn, now)
+			b.addToKey(p.stream, []byte(p.key), c.data, c.lsn, now)
 			bytes += len(c.data)
 		}
 	}
