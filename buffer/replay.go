@@ -51,80 +51,125 @@ func (p *pendingKey) dropBytes(n int, upTo uint64) {
 	}
 }
 
-// replay reads the WAL back and queues what it holds that is not stored.
+// pendingKeys is what the WAL holds per key (stream and key), not known to
+// be stored.
+type pendingKeys map[string]*pendingKey
+
+// get returns the key's entry, adding it if needed.
+func (k pendingKeys) get(stream Stream, key []byte) *pendingKey {
+	full := string(append([]byte{byte(stream)}, key...))
+	p := k[full]
+	if p == nil {
+		p = &pendingKey{stream: stream, key: string(key)}
+		k[full] = p
+	}
+	return p
+}
+
+// replay reads the WAL back and queues what it holds that is not stored:
+// it collects every key's records and last unfinished flush, asks the sink
+// what each unfinished flush stored, and requeues the rest.
 func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 	start := time.Now()
-	keys := map[string]*pendingKey{}
-	get := func(stream Stream, key []byte) *pendingKey {
-		full := string(append([]byte{byte(stream)}, key...))
-		p := keys[full]
-		if p == nil {
-			p = &pendingKey{stream: stream, key: string(key)}
-			keys[full] = p
-		}
-		return p
-	}
+	keys := pendingKeys{}
 	records := 0
 	err := l.Replay(func(lsn uint64, payload []byte) error {
 		records++
-		r := reader{b: payload}
-		switch r.byte() {
-		case recBatch:
-			n := r.uvarint()
-			for i := uint64(0); i < n && r.err == nil; i++ {
-				stream, key := r.key()
-				data := r.bytes()
-				if r.err != nil {
-					break
-				}
-				if int(stream) >= len(b.flushers) {
-					return fmt.Errorf("cannot replay the write-ahead log: record %d names unknown stream %d", lsn, stream)
-				}
-				p := get(stream, key)
-				p.records = append(p.records, pendingRecord{lsn: lsn, data: append([]byte(nil), data...)})
-			}
-		case recIntent:
-			stream, key := r.key()
-			upTo, stored := r.uvarint(), r.uvarint()
-			body := r.b
-			if r.err != nil {
-				break
-			}
-			p := get(stream, key)
-			if p.intent != nil && p.intent.upTo < upTo {
-				// A later flush started, so the earlier one had finished.
-				p.dropThrough(p.intent.upTo)
-			}
-			p.intent = &pendingIntent{upTo: upTo, stored: int(stored), body: append([]byte(nil), body...)}
-		case recDone:
-			stream, key := r.key()
-			upTo := r.uvarint()
-			if r.err != nil {
-				break
-			}
-			p := get(stream, key)
-			p.dropThrough(upTo)
-			if p.intent != nil && p.intent.upTo <= upTo {
-				p.intent = nil
-			}
-		default:
-			r.err = errRecord
-		}
-		if r.err != nil {
-			return fmt.Errorf("cannot replay the write-ahead log: record %d: %w", lsn, r.err)
-		}
-		return nil
+		return b.readRecord(keys, lsn, payload)
 	})
 	if err != nil {
 		return err
 	}
+	resolved, bytes, err := b.requeue(ctx, keys)
+	if err != nil {
+		return err
+	}
+	if records > 0 {
+		b.log.Info("replayed the write-ahead log", "records", records, "keys", len(keys),
+			"unfinished_flushes", resolved, "requeued_bytes", bytes, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// readRecord folds one WAL record into keys.
+func (b *Buffer) readRecord(keys pendingKeys, lsn uint64, payload []byte) error {
+	r := reader{b: payload}
+	switch r.byte() {
+	case recBatch:
+		if err := b.readBatch(keys, lsn, &r); err != nil {
+			return err
+		}
+	case recIntent:
+		readIntent(keys, &r)
+	case recDone:
+		readDone(keys, &r)
+	default:
+		r.err = errRecord
+	}
+	if r.err != nil {
+		return fmt.Errorf("cannot replay the write-ahead log: record %d: %w", lsn, r.err)
+	}
+	return nil
+}
+
+// readBatch adds a batch record's groups to their keys' records.
+func (b *Buffer) readBatch(keys pendingKeys, lsn uint64, r *reader) error {
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		stream, key := r.key()
+		data := r.bytes()
+		if r.err != nil {
+			return nil
+		}
+		if int(stream) >= len(b.flushers) {
+			return fmt.Errorf("cannot replay the write-ahead log: record %d names unknown stream %d", lsn, stream)
+		}
+		p := keys.get(stream, key)
+		p.records = append(p.records, pendingRecord{lsn: lsn, data: append([]byte(nil), data...)})
+	}
+	return nil
+}
+
+// readIntent makes an intent record its key's unfinished flush.
+func readIntent(keys pendingKeys, r *reader) {
+	stream, key := r.key()
+	upTo, stored := r.uvarint(), r.uvarint()
+	body := r.b
+	if r.err != nil {
+		return
+	}
+	p := keys.get(stream, key)
+	if p.intent != nil && p.intent.upTo < upTo {
+		// A later flush started, so the earlier one had finished.
+		p.dropThrough(p.intent.upTo)
+	}
+	p.intent = &pendingIntent{upTo: upTo, stored: int(stored), body: append([]byte(nil), body...)}
+}
+
+// readDone forgets what a finished flush stored.
+func readDone(keys pendingKeys, r *reader) {
+	stream, key := r.key()
+	upTo := r.uvarint()
+	if r.err != nil {
+		return
+	}
+	p := keys.get(stream, key)
+	p.dropThrough(upTo)
+	if p.intent != nil && p.intent.upTo <= upTo {
+		p.intent = nil
+	}
+}
+
+// requeue resolves each key's unfinished flush with the sink, then puts
+// the records not stored back into the buffer. It returns how many flushes
+// it resolved and the bytes it requeued.
+func (b *Buffer) requeue(ctx context.Context, keys pendingKeys) (resolved, bytes int, err error) {
 	now := time.Now()
-	var bytes, resolved int
 	for _, p := range keys {
 		if in := p.intent; in != nil && len(p.records) > 0 && p.records[0].lsn <= in.upTo {
 			n, err := b.landed(ctx, p, in)
 			if err != nil {
-				return err
+				return resolved, bytes, err
 			}
 			p.dropBytes(in.stored+n, in.upTo)
 			resolved++
@@ -138,11 +183,7 @@ func (b *Buffer) replay(ctx context.Context, l *wal.Log) error {
 			bytes += len(c.data)
 		}
 	}
-	if records > 0 {
-		b.log.Info("replayed the write-ahead log", "records", records, "keys", len(keys),
-			"unfinished_flushes", resolved, "requeued_bytes", bytes, "took", time.Since(start).Round(time.Millisecond))
-	}
-	return nil
+	return resolved, bytes, nil
 }
 
 // landed asks the sink what an unfinished flush stored, retrying while
