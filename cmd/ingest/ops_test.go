@@ -362,3 +362,60 @@ func TestConfigFile(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionLimitsPerIP: past --max-conns-per-ip, a new connection from
+// the same address is answered 429 and closed; the ones open keep working.
+func TestConnectionLimitsPerIP(t *testing.T) {
+	s := start(t, t.TempDir(), "--max-conns-per-ip", "2")
+	addr := strings.TrimPrefix(s.url, "http://")
+	get := func(c net.Conn) string {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return err.Error()
+		}
+		b := make([]byte, 512)
+		n, err := c.Read(b)
+		if n == 0 {
+			return fmt.Sprint(err)
+		}
+		return string(b[:n])
+	}
+	// From 127.0.0.2, an address of its own: the health checks of start
+	// may leave keep-alive connections from 127.0.0.1.
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	var open []net.Conn
+	for range 2 {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got := get(c); !strings.HasPrefix(got, "HTTP/1.1 200") {
+			t.Fatalf("connection within the limit: %q", got)
+		}
+		open = append(open, c)
+	}
+	third, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if got := get(third); !strings.HasPrefix(got, "HTTP/1.1 429") {
+		t.Fatalf("connection past --max-conns-per-ip 2: %q, want 429", got)
+	}
+	for _, c := range open {
+		if got := get(c); !strings.HasPrefix(got, "HTTP/1.1 200") {
+			t.Fatalf("a connection within the limit stopped working: %q", got)
+		}
+	}
+	// Another address has its own count.
+	other, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}).Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got := get(other); !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("a connection from 127.0.0.3: %q, want 200", got)
+	}
+}
