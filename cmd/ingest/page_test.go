@@ -94,7 +94,7 @@ func TestQueryPage(t *testing.T) {
 	}
 	err := chromedp.Run(bctx,
 		chromedp.Navigate(link),
-		poll(`/events in/.test(document.getElementById('status').textContent) && document.getElementById('legend').textContent !== ''`, nil),
+		poll(`/events? in /.test(document.getElementById('status').textContent) && document.getElementById('legend').textContent !== ''`, nil),
 		chromedp.Text("#status", &status, chromedp.ByQuery),
 		chromedp.Text("#legend", &legend, chromedp.ByQuery),
 		chromedp.Text("#rows .row", &firstRow, chromedp.ByQuery),
@@ -184,6 +184,55 @@ func TestQueryPage(t *testing.T) {
 	}
 	if strings.Contains(liveRow, "below the level") || !strings.HasPrefix(status, fmt.Sprintf("%d events", wantRows+1)) {
 		t.Fatalf("after the live event: status %q, rows:\n%s", status, liveRow)
+	}
+}
+
+// TestQueryPageAsksForToken: with --tokens the page asks for a token on the
+// API's 401, then sends it as a bearer header and shows the events.
+func TestQueryPageAsksForToken(t *testing.T) {
+	browser := chromium(t)
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("s3cret-page-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, filepath.Join(dir, "data"), "--tokens", tokens)
+	req, _ := http.NewRequest("POST", s.url+"/v1/logs", strings.NewReader(
+		`{"ts":"2026-11-21T16:00:01Z","service":"api","level":"error","msg":"behind a token"}`))
+	req.Header.Set("Authorization", "Bearer s3cret-page-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("POST with the token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	s.waitDrained()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	var status, row string
+	err = chromedp.Run(bctx,
+		chromedp.Navigate(s.url+"/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z"),
+		chromedp.WaitVisible("#auth", chromedp.ByQuery),
+		chromedp.SendKeys("#token", "s3cret-page-token", chromedp.ByQuery),
+		chromedp.Click(`#auth-form button[value=ok]`, chromedp.ByQuery),
+		chromedp.Poll(`/events? in /.test(document.getElementById('status').textContent)`, nil,
+			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)),
+		chromedp.Text("#status", &status, chromedp.ByQuery),
+		chromedp.Text("#rows .row", &row, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("page with a token: %v (status %q)", err, status)
+	}
+	if !strings.HasPrefix(status, "1 event in") || !strings.Contains(row, "behind a token") {
+		t.Fatalf("status %q, row %q: want the one event", status, row)
 	}
 }
 

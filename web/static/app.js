@@ -152,6 +152,8 @@
 
   // ---- search ------------------------------------------------------------
 
+  const count = () => (rows.length === 1 ? '1 event' : rows.length.toLocaleString() + ' events');
+
   function setStatus(text, err) {
     $('status').textContent = text;
     $('status').classList.toggle('err', !!err);
@@ -199,7 +201,7 @@
       pending = false;
       if (signal.aborted) return;
       render();
-      if (loading) setStatus(rows.length.toLocaleString() + ' events, loading…');
+      if (loading) setStatus(count() + ', loading…');
     };
     try {
       const resp = await api('/v1/logs?' + args, signal);
@@ -212,7 +214,7 @@
       loading = false;
       render();
       const secs = ((performance.now() - started) / 1000).toFixed(2);
-      setStatus(rows.length.toLocaleString() + ' events in ' + secs + ' s' + (rows.length >= LIMIT ? ' (first ' + LIMIT.toLocaleString() + ' shown: narrow the search)' : ''));
+      setStatus(count() + ' in ' + secs + ' s' + (rows.length >= LIMIT ? ' (first ' + LIMIT.toLocaleString() + ' shown: narrow the search)' : ''));
     } catch (e) {
       loading = false;
       if (signal.aborted) return;
@@ -251,11 +253,11 @@
       batch = [];
       render();
       if (atEnd) results.scrollTop = st.desc ? 0 : results.scrollHeight;
-      setStatus(rows.length.toLocaleString() + ' events, live');
+      setStatus(count() + ', live');
     };
     try {
       const resp = await api('/v1/tail?' + p, ctl.signal);
-      setStatus(rows.length.toLocaleString() + ' events, live');
+      setStatus(count() + ', live');
       await ndjson(resp, (o) => {
         if (o.dropped) {
           batch.push({ marker: o.dropped + ' events dropped: this page fell behind the live stream' });
@@ -420,7 +422,7 @@
   for (const id of ['service', 'level', 're', 'desc']) $(id).addEventListener('change', run);
   $('live').addEventListener('change', () => {
     saveURL(state());
-    if ($('live').checked) startLive(); else { stopLive(); setStatus(rows.length.toLocaleString() + ' events'); }
+    if ($('live').checked) startLive(); else { stopLive(); setStatus(count()); }
   });
 
   async function start() {
