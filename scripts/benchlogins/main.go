@@ -1,0 +1,308 @@
+// Command benchlogins measures the login table path on Azurite, in one run
+// on one machine, as row pairs: first Azurite's own rate for 100-entity
+// entity group transactions sent by a plain aztables client (the ceiling),
+// then the rate at which login attempts posted to ingest (on the same
+// Azurite, --storage) are stored, with the write requests per 1,000
+// attempts from the server's metrics. Then the p50/p99 of
+// GET /v1/logins/{user}?limit=20 for a user with 10,000 attempts today, and
+// the load generator's partition report with one user under attack.
+//
+//	go run ./scripts/benchlogins                       # 60,000 attempts per row, 1 pair
+//	go run ./scripts/benchlogins --runs 3 --attempts 100000 --flush-bytes 16MiB
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/spf13/pflag"
+
+	"ingest/internal/azurite"
+	"ingest/loadtest"
+	"ingest/shard"
+	"ingest/storage"
+)
+
+func main() {
+	attempts := pflag.Int("attempts", 60000, "login attempts (and raw entities) per row")
+	runs := pflag.Int("runs", 1, "row pairs; the summary shows the medians")
+	users := pflag.Int("users", 100000, "distinct users (Zipf 1.1)")
+	parallel := pflag.Int("parallel", 16, "transactions in flight, for the raw client and the server's --login-flush-parallel")
+	tailAttempts := pflag.Int("tail-attempts", 10000, "attempts of the user whose latest 20 are read")
+	tailReads := pflag.Int("tail-reads", 500, "GET /v1/logins/{user}?limit=20 requests")
+	tailOthers := pflag.Int("tail-others", 50000, "other users' attempts in the day table during the reads (Azurite scans the whole table for every query)")
+	flushBytes := pflag.String("flush-bytes", "", "the server's --flush-bytes (default: its own)")
+	before := pflag.String("before", "", "another ingest binary (an earlier version) measured as a third row of each run")
+	pflag.Parse()
+	var serverArgs []string
+	if *flushBytes != "" {
+		serverArgs = append(serverArgs, "--flush-bytes", *flushBytes)
+	}
+
+	az, err := azurite.Start()
+	check(err)
+	defer az.Stop()
+	conn := az.ConnString()
+	dir, err := os.MkdirTemp("", "ingest-benchlogins-")
+	check(err)
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "ingest")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/ingest")
+	build.Stderr = os.Stderr
+	check(build.Run())
+	svc, err := (&storage.Config{ConnString: conn}).TableClient()
+	check(err)
+
+	fmt.Printf("login tables on Azurite: %d CPUs (Azurite, client and server share them), %d attempts per row, %d users Zipf 1.1, %d transactions in flight\n\n",
+		cpus(), *attempts, *users, *parallel)
+	const rowFormat = "%-5s %-34s %12s %10s %16s\n"
+	fmt.Printf(rowFormat, "run", "row", "entities/s", "ratio", "requests/1,000")
+	var raws, ingests, ratios, reqs []float64
+	for r := range *runs {
+		raw := rawRate(svc, fmt.Sprintf("raw%d", r), *attempts, *parallel)
+		fmt.Printf(rowFormat, strconv.Itoa(r+1), "aztables, 100-entity transactions", fmt.Sprintf("%.0f", raw), "1.00", "10.0")
+		rate, perK := ingestRate(bin, dir, conn, *attempts, *users, append(serverArgs, "--login-flush-parallel", strconv.Itoa(*parallel)))
+		fmt.Printf(rowFormat, strconv.Itoa(r+1), "ingest, POST /v1/logins -> table", fmt.Sprintf("%.0f", rate), fmt.Sprintf("%.2f", rate/raw), fmt.Sprintf("%.1f", perK))
+		raws, ingests, ratios, reqs = append(raws, raw), append(ingests, rate), append(ratios, rate/raw), append(reqs, perK)
+		if *before != "" {
+			rate, _ := ingestRate(*before, dir, conn, *attempts, *users, append(serverArgs, "--login-flush-parallel", strconv.Itoa(*parallel)))
+			fmt.Printf(rowFormat, strconv.Itoa(r+1), "--before binary, same load", fmt.Sprintf("%.0f", rate), fmt.Sprintf("%.2f", rate/raw), "")
+		}
+	}
+	fmt.Printf("\nmedians: aztables %.0f entities/s, ingest %.0f entities/s, ratio %.2f, %.1f write requests per 1,000 attempts\n\n",
+		median(raws), median(ingests), median(ratios), median(reqs))
+
+	tailLatency(bin, dir, conn, *tailAttempts, *tailOthers, *tailReads)
+	attackReport(bin, dir, conn)
+}
+
+// rawRate sends n entities shaped like login attempts as 100-entity
+// transactions over 256 partitions, parallel at a time, and returns
+// entities/s.
+func rawRate(svc *aztables.ServiceClient, table string, n, parallel int) float64 {
+	ctx := context.Background()
+	_, err := svc.CreateTable(ctx, table, nil)
+	check(err)
+	client := svc.NewClient(table)
+	txns := (n + 99) / 100
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range parallel {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			for i := next.Add(1) - 1; i < int64(txns); i = next.Add(1) - 1 {
+				pk := fmt.Sprintf("%04x", i%256)
+				actions := make([]aztables.TransactionAction, 100)
+				for j := range actions {
+					user := fmt.Sprintf("user%d@example.com", r.IntN(100000))
+					id := fmt.Sprintf("%d-%d", i, j)
+					rk := shard.RowKey(nil, []byte(user), time.Now().UnixNano(), []byte(id))
+					actions[j] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: fmt.Appendf(nil,
+						`{"PartitionKey":%q,"RowKey":%q,"User":%q,"Time@odata.type":"Edm.DateTime","Time":%q,"Success":false,"IP":"198.51.100.7","UA":"Mozilla/5.0 (X11; Linux x86_64)","ID":%q}`,
+						pk, rk, user, time.Now().UTC().Format(time.RFC3339Nano), id)}
+				}
+				_, err := client.SubmitTransaction(ctx, actions, nil)
+				check(err)
+			}
+		})
+	}
+	wg.Wait()
+	return float64(txns*100) / time.Since(start).Seconds()
+}
+
+// server is one running ingest on Azurite.
+type server struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startServer(bin, dir, conn string, args ...string) *server {
+	data, err := os.MkdirTemp(dir, "data-")
+	check(err)
+	port := freePort()
+	args = append([]string{"--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", data, "--storage", conn,
+		"--container", fmt.Sprintf("bench%d", port), "--log-level", "error"}, args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	check(cmd.Start())
+	s := &server{cmd: cmd, url: "http://127.0.0.1:" + strconv.Itoa(port)}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("server at %s not healthy after 30s", s.url))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+}
+
+// metric reads one counter or gauge from /metrics (0 when absent).
+func (s *server) metric(name string) float64 {
+	resp, err := http.Get(s.url + "/metrics")
+	check(err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// waitStored waits until the server has written n login entities.
+func (s *server) waitStored(n float64) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for s.metric("ingest_login_entities_written_total") < n {
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("only %v of %v login attempts stored after 10 minutes", s.metric("ingest_login_entities_written_total"), n))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ingestRate posts n login attempts from users (Zipf 1.1) to a fresh server
+// on Azurite and returns the attempts stored per second, from the first
+// request to the last entity written, and the write requests per 1,000.
+func ingestRate(bin, dir, conn string, n, users int, args []string) (rate, requestsPerK float64) {
+	s := startServer(bin, dir, conn, args...)
+	defer s.stop()
+	cfg := loadtest.DefaultConfig()
+	cfg.Target, cfg.Events, cfg.LoginsRatio, cfg.Users, cfg.Quiet = s.url, int64(n), 1, users, true
+	cfg.Concurrency, cfg.Batch = 8, 1000
+	start := time.Now()
+	rep, err := loadtest.Run(context.Background(), cfg, nil)
+	check(err)
+	// Markers of salted users are entities too: count the attempts only.
+	s.waitStored(float64(rep.EventsAccepted))
+	elapsed := time.Since(start)
+	written, requests := s.metric("ingest_login_entities_written_total"), s.metric("ingest_login_write_requests_total")
+	return float64(rep.EventsAccepted) / elapsed.Seconds(), requests / written * 1000
+}
+
+// tailLatency posts tail attempts of one user (under --hot-user-rate, so
+// the user stays in one bucket, and again fast, so the user is salted) and
+// reports the latency of GET /v1/logins/{user}?limit=20.
+func tailLatency(bin, dir, conn string, attempts, others, reads int) {
+	s := startServer(bin, dir, conn)
+	defer s.stop()
+	post := func(user string, n, perSecond int) {
+		start := time.Now()
+		for i := 0; i < n; i += 100 {
+			var body bytes.Buffer
+			for j := i; j < min(i+100, n); j++ {
+				fmt.Fprintf(&body, `{"user":%q,"success":false,"ip":"198.51.100.7","ua":"Mozilla/5.0 (X11; Linux x86_64)","id":"%s-%d"}`+"\n", user, user, j)
+			}
+			resp, err := http.Post(s.url+"/v1/logins", "application/x-ndjson", &body)
+			check(err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 202 {
+				check(fmt.Errorf("POST /v1/logins = %d", resp.StatusCode))
+			}
+			if perSecond > 0 {
+				time.Sleep(time.Until(start.Add(time.Duration(i+100) * time.Second / time.Duration(perSecond))))
+			}
+		}
+	}
+	// Other users' attempts share the buckets, as in production.
+	if others > 0 {
+		cfg := loadtest.DefaultConfig()
+		cfg.Target, cfg.Events, cfg.LoginsRatio, cfg.Users, cfg.Quiet = s.url, int64(others), 1, 100000, true
+		_, err := loadtest.Run(context.Background(), cfg, nil)
+		check(err)
+	}
+	post("tail-cold", attempts, 400)
+	post("tail-hot", attempts, 0)
+	s.waitStored(float64(others + 2*attempts))
+	fmt.Printf("GET /v1/logins/{user}?limit=20, %d attempts of the user today, %d of other users, %d sequential reads:\n", attempts, others, reads)
+	for _, user := range []string{"tail-cold", "tail-hot"} {
+		lat := make([]float64, 0, reads)
+		for range reads {
+			t := time.Now()
+			resp, err := http.Get(s.url + "/v1/logins/" + user + "?limit=20")
+			check(err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || bytes.Count(b, []byte("\n")) != 20 {
+				check(fmt.Errorf("GET /v1/logins/%s = %d with %d lines", user, resp.StatusCode, bytes.Count(b, []byte("\n"))))
+			}
+			lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		}
+		sort.Float64s(lat)
+		what := "posted at 400/s: one bucket, one range query"
+		if user == "tail-hot" {
+			what = "posted as fast as possible: salted, a range query per salted bucket"
+		}
+		fmt.Printf("  %-10s p50 %5.1f ms  p99 %5.1f ms  max %5.1f ms  (%s)\n", user, lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], what)
+	}
+	fmt.Println()
+}
+
+// attackReport runs the load generator with one user under attack through
+// a server on Azurite and prints its partition report.
+func attackReport(bin, dir, conn string) {
+	s := startServer(bin, dir, conn)
+	defer s.stop()
+	cfg := loadtest.DefaultConfig()
+	cfg.Target, cfg.Duration, cfg.LoginsRatio, cfg.Users, cfg.Quiet = s.url, 10*time.Second, 1, 100000, true
+	cfg.Rate, cfg.AttackUser, cfg.AttackRate = 5000, "victim", 5000
+	rep, err := loadtest.Run(context.Background(), cfg, nil)
+	check(err)
+	fmt.Printf("partition report, %d attempts in %.0f s (5,000/s from 100,000 users + 5,000/s on one user):\n", rep.Partitions.Attempts, rep.Partitions.Seconds)
+	for _, sc := range rep.Partitions.Schemes {
+		fmt.Printf("  %-7s %6d partitions, hottest %-20s %7.0f/s over the run, busiest second of any partition %7.0f (x%.2f of Azure's 2,000/s)\n",
+			sc.Name, sc.Partitions, sc.HottestKey, sc.HottestRate, sc.PeakRate, sc.PeakVsTarget)
+	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func cpus() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return strings.Count(string(b), "processor\t:")
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchlogins:", err)
+		os.Exit(1)
+	}
+}
