@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -449,4 +450,33 @@ func packageVars(t *testing.T) map[string]bool {
 		}
 	}
 	return vars
+}
+
+// TestHealthcheckHTTPS: with --tls-cert the check speaks TLS (--https), and
+// plain HTTP against the TLS port fails.
+func TestHealthcheckHTTPS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSignedCert(t, dir)
+	port := strconv.Itoa(freePort(t))
+	cmd := exec.Command(binary, "serve", "--listen", "127.0.0.1:"+port, "--data-dir", filepath.Join(dir, "data"), "--tls-cert", cert, "--tls-key", key)
+	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if out, err = exec.Command(binary, "healthcheck", "--https", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("healthcheck --https against a TLS server: %v\n%s\nserver log:\n%s", err, out, stderr.String())
+	}
+	if out, err := exec.Command(binary, "healthcheck", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
+		t.Fatalf("plain-HTTP healthcheck against the TLS port succeeded: %s", out)
+	}
 }
