@@ -17,15 +17,40 @@ type Config struct {
 	ChunkBytes int
 }
 
-// RegisterFlags adds the sink's flags to fs.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	flagutil.BytesVar(fs, &c.MaxBlobBytes, "blob-max-bytes", 256<<20, "close a blob and claim the next number past this size")
-	fs.StringVar((*string)(&c.Compression), "blob-compression", "", "compress each flushed block as an independent frame: zstd or gzip (blob names end .log.zst / .log.gz); empty = plain .log")
-	c.MaxBlocks = MaxBlocks - 1000
-	c.ChunkBytes = MaxAppendBytes - 64<<10
+// DefaultConfig returns the settings the flags default to. The margins
+// below Azure's limits cover compression growing incompressible data.
+func DefaultConfig() Config {
+	return Config{
+		MaxBlobBytes: 256 << 20,
+		Compression:  CompressNone,
+		MaxBlocks:    MaxBlocks - 1000,
+		ChunkBytes:   MaxAppendBytes - 64<<10,
+	}
 }
 
-// Validate checks the settings.
+// RegisterFlags adds the sink's flags to fs, with c's values as their
+// defaults (start from DefaultConfig). MaxBlocks and ChunkBytes have no
+// flags.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	flagutil.BytesVar(fs, &c.MaxBlobBytes, "blob-max-bytes", c.MaxBlobBytes, "close a blob and claim the next number past this size")
+	fs.StringVar((*string)(&c.Compression), "blob-compression", string(c.Compression), "compress each flushed block as an independent frame: zstd or gzip (blob names end .log.zst / .log.gz); empty = plain .log")
+}
+
+// withDefaults returns c with MaxBlocks and ChunkBytes set as in
+// DefaultConfig where they are zero or beyond Azure's limits.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.MaxBlocks <= 0 || c.MaxBlocks > MaxBlocks {
+		c.MaxBlocks = d.MaxBlocks
+	}
+	if c.ChunkBytes <= 0 || c.ChunkBytes > d.ChunkBytes {
+		c.ChunkBytes = d.ChunkBytes
+	}
+	return c
+}
+
+// Validate checks the settings. It changes nothing: NewSink brings
+// MaxBlocks and ChunkBytes within Azure's limits.
 func (c *Config) Validate() error {
 	switch c.Compression {
 	case CompressNone, CompressZstd, CompressGzip:
@@ -34,13 +59,6 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBlobBytes <= 0 {
 		return fmt.Errorf("cannot use --blob-max-bytes %d: it must be positive", c.MaxBlobBytes)
-	}
-	if c.MaxBlocks <= 0 || c.MaxBlocks > MaxBlocks {
-		c.MaxBlocks = MaxBlocks - 1000
-	}
-	// The margin covers compression growing incompressible data slightly.
-	if c.ChunkBytes <= 0 || c.ChunkBytes > MaxAppendBytes-64<<10 {
-		c.ChunkBytes = MaxAppendBytes - 64<<10
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	if log == nil {
 		log = slog.Default()
 	}

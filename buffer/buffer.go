@@ -131,7 +131,8 @@ func (kb *keyBuf) due(now time.Time, cfg *Config) bool {
 // --ack wal or flush) and re-queueing whatever it holds that was not yet
 // stored. flushers are indexed by Stream.
 func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, reg prometheus.Registerer, log *slog.Logger) (*Buffer, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if log == nil {

@@ -36,21 +36,59 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 }
 
-// RegisterFlags adds the buffer's flags to fs.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Ack, "ack", AckWAL, "when to acknowledge a batch: wal (in the fsync'd write-ahead log), memory (buffered only; a crash loses it), flush (in durable storage)")
-	fs.DurationVar(&c.FlushInterval, "flush-interval", 2*time.Second, "flush a key's buffer when its oldest event is this old")
-	flagutil.BytesVar(fs, &c.FlushBytes, "flush-bytes", 4<<20, "flush a key's buffer when it holds this many bytes")
-	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", 256<<20, "memory budget for accepted events not yet flushed; past it requests get 429")
-	fs.IntVar(&c.FlushWorkers, "flush-workers", 8, "concurrent flushes per sink")
-	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", 64<<20, "write-ahead log segment size")
-	fs.DurationVar(&c.AckTimeout, "ack-timeout", 30*time.Second, "with --ack flush, the longest a request waits for storage; then it gets 202 saying the batch is in the write-ahead log and will be stored (do not resend)")
-	flagutil.BytesVar(fs, &c.WALMaxBytes, "wal-max-bytes", 4<<30, "bound of the write-ahead log on disk (events not yet stored); past it requests get 503 until storage catches up")
-	c.BudgetWait = 100 * time.Millisecond
+// DefaultConfig returns the settings the flags default to.
+func DefaultConfig() Config {
+	return Config{
+		Ack:             AckWAL,
+		FlushInterval:   2 * time.Second,
+		FlushBytes:      4 << 20,
+		BufferBytes:     256 << 20,
+		FlushWorkers:    8,
+		WALSegmentBytes: 64 << 20,
+		AckTimeout:      30 * time.Second,
+		WALMaxBytes:     4 << 30,
+		BudgetWait:      100 * time.Millisecond,
+	}
 }
 
-// Validate checks the settings.
+// RegisterFlags adds the buffer's flags to fs, with c's values as their
+// defaults (start from DefaultConfig). BudgetWait, RetryMin and RetryMax
+// have no flags.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Ack, "ack", c.Ack, "when to acknowledge a batch: wal (in the fsync'd write-ahead log), memory (buffered only; a crash loses it), flush (in durable storage)")
+	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "flush a key's buffer when its oldest event is this old")
+	flagutil.BytesVar(fs, &c.FlushBytes, "flush-bytes", c.FlushBytes, "flush a key's buffer when it holds this many bytes")
+	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", c.BufferBytes, "memory budget for accepted events not yet flushed; past it requests get 429")
+	fs.IntVar(&c.FlushWorkers, "flush-workers", c.FlushWorkers, "concurrent flushes per sink")
+	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", c.WALSegmentBytes, "write-ahead log segment size")
+	fs.DurationVar(&c.AckTimeout, "ack-timeout", c.AckTimeout, "with --ack flush, the longest a request waits for storage; then it gets 202 saying the batch is in the write-ahead log and will be stored (do not resend)")
+	flagutil.BytesVar(fs, &c.WALMaxBytes, "wal-max-bytes", c.WALMaxBytes, "bound of the write-ahead log on disk (events not yet stored); past it requests get 503 until storage catches up")
+}
+
+// withDefaults returns c with the settings a Config built in code may
+// leave zero (WALSegmentBytes, AckTimeout, WALMaxBytes) set as in
+// DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.AckTimeout == 0 {
+		c.AckTimeout = d.AckTimeout
+	}
+	if c.WALSegmentBytes <= 0 {
+		c.WALSegmentBytes = d.WALSegmentBytes
+	}
+	if c.WALMaxBytes == 0 {
+		c.WALMaxBytes = d.WALMaxBytes
+	}
+	return c
+}
+
+// Validate checks the settings (zero WALSegmentBytes, AckTimeout and
+// WALMaxBytes stand for their defaults). It changes nothing.
 func (c *Config) Validate() error {
+	return c.withDefaults().check()
+}
+
+func (c Config) check() error {
 	switch c.Ack {
 	case AckWAL, AckMemory, AckFlush:
 	default:
@@ -70,15 +108,6 @@ func (c *Config) Validate() error {
 	}
 	if c.AckTimeout < 0 {
 		return fmt.Errorf("cannot use --ack-timeout %v: it must be positive", c.AckTimeout)
-	}
-	if c.AckTimeout == 0 {
-		c.AckTimeout = 30 * time.Second
-	}
-	if c.WALSegmentBytes <= 0 {
-		c.WALSegmentBytes = 64 << 20
-	}
-	if c.WALMaxBytes == 0 {
-		c.WALMaxBytes = 4 << 30
 	}
 	if c.Ack != AckMemory && c.WALMaxBytes < 2*c.WALSegmentBytes {
 		return fmt.Errorf("cannot use --wal-max-bytes %d: it must be at least twice --wal-segment-bytes (%d), since segments are deleted whole", c.WALMaxBytes, c.WALSegmentBytes)

@@ -25,9 +25,9 @@ import (
 func runServe(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	scfg := storageFlags(fs)
-	var bcfg buffer.Config
+	bcfg := buffer.DefaultConfig()
 	bcfg.RegisterFlags(fs)
-	var sinkCfg blobsink.Config
+	sinkCfg := blobsink.DefaultConfig()
 	sinkCfg.RegisterFlags(fs)
 	tcfg := tablesink.DefaultConfig()
 	tcfg.RegisterFlags(fs)
