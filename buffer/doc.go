@@ -40,6 +40,6 @@
 //
 // Performance: with --ack wal, one goroutine (the WAL writer) inserts every
 // durable batch into the key buffers in log order; inserting is a memcpy per
-// group. Keys live in lock-striped maps so the flush scheduler and the inserters
-// rarely meet on a lock.
+// group. Keys live in lock-striped maps so the flush scheduler and the
+// inserters rarely meet on a lock.
 package buffer
