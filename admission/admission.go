@@ -21,11 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"ingest/internal/httperr"
+	"ingest/internal/notify"
 )
 
 // ErrRefused is wrapped by every refusal Acquire returns.
@@ -40,7 +40,7 @@ type Budget struct {
 	what  string // what is counted, for the refusal: "request bytes in flight"
 	flag  string // the flag that sets limit: "--max-inflight-bytes"
 	used  atomic.Int64
-	freed notifier
+	freed notify.Notifier
 }
 
 // New returns a budget of limit bytes. what names what it counts and flag
@@ -74,7 +74,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64, wait time.Duration) error
 		defer timer.Stop()
 	loop:
 		for {
-			ch := b.freed.wait()
+			ch := b.freed.Wait()
 			if b.TryAcquire(n) {
 				return nil
 			}
@@ -109,7 +109,7 @@ func (b *Budget) Release(n int64) {
 		return
 	}
 	b.used.Add(-n)
-	b.freed.broadcast()
+	b.freed.Broadcast()
 }
 
 // Used is the number of bytes held.
@@ -117,28 +117,3 @@ func (b *Budget) Used() int64 { return b.used.Load() }
 
 // Limit is the budget's size.
 func (b *Budget) Limit() int64 { return b.limit }
-
-// notifier wakes every waiter at once: wait returns a channel that the next
-// broadcast closes.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-func (n *notifier) broadcast() {
-	n.mu.Lock()
-	if n.ch != nil {
-		close(n.ch)
-		n.ch = nil
-	}
-	n.mu.Unlock()
-}

@@ -15,6 +15,7 @@ import (
 
 	"ingest/admission"
 	"ingest/internal/httperr"
+	"ingest/internal/notify"
 	"ingest/internal/retry"
 	"ingest/wal"
 )
@@ -61,7 +62,7 @@ type Buffer struct {
 	seed    maphash.Seed
 
 	budget    *admission.Budget
-	flushed   notifier // broadcast after every completed flush
+	flushed   notify.Notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
 	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
 	queues    []chan *keyBuf
@@ -334,7 +335,7 @@ func (b *Buffer) waitFlushed(ctx context.Context, batch *Batch, lsn uint64) erro
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.AckTimeout)
 	defer cancel()
 	for {
-		ch := b.flushed.wait()
+		ch := b.flushed.Wait()
 		done := true
 		for i := range batch.groups {
 			g := &batch.groups[i]
@@ -431,7 +432,7 @@ func (b *Buffer) Close(ctx context.Context) error {
 		if pending == 0 {
 			break
 		}
-		ch := b.flushed.wait()
+		ch := b.flushed.Wait()
 		select {
 		case <-ch:
 		case <-time.After(50 * time.Millisecond):

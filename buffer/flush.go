@@ -169,7 +169,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.mu.Unlock()
 	b.recycle(data)
 	b.budget.Release(int64(len(data)))
-	b.flushed.broadcast()
+	b.flushed.Broadcast()
 	if requeue {
 		b.enqueue(kb)
 	}
