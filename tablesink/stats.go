@@ -2,6 +2,8 @@ package tablesink
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -51,6 +53,15 @@ var hourProps, levelProps = func() (h [24]string, l [24][numLevels]string) {
 // never conflict; the ETag still protects a restarted instance against its
 // predecessor's last flush.
 //
+// Each delta is applied exactly once even when the answer to a write is
+// lost (a timeout, or the SDK resending a write that landed and getting 412
+// or 409): every write also sets property Seq to a sequence unique to the
+// delta (this process's random run id and a counter), and after an uncertain
+// outcome the entity is read again: carrying our Seq means our write landed.
+// A delta whose outcome is still unknown when merge gives up stays pending
+// with its Seq and is resolved by the next Flush before anything else is
+// written to that entity.
+//
 // Add is for the intake hot path: no allocation once a service and hour have
 // been seen, a read lock and atomic increments.
 type Counters struct {
@@ -63,9 +74,22 @@ type Counters struct {
 	svcs map[string]*svcCounters
 
 	flushMu   sync.Mutex
+	run       string                     // random per Counters: this process's part of Seq
+	seq       uint64                     // the last Seq counter used; under flushMu
+	pending   map[seriesKey]pendingDelta // written, outcome unknown; under flushMu
 	conflicts prometheus.Counter
 	failures  prometheus.Counter
 	retry     retry.Policy // transient errors of a merge
+}
+
+// seqProp is the property holding the Seq of the last delta merged into a
+// stats entity.
+const seqProp = "Seq"
+
+// pendingDelta is a delta written under seq whose outcome is unknown.
+type pendingDelta struct {
+	seq   string
+	delta map[string]int64
 }
 
 type svcCounters struct {
@@ -91,7 +115,7 @@ func NewCounters(store Store, instance string, reg prometheus.Registerer, log *s
 	}
 	c := &Counters{
 		store: store, instance: string(shard.EscapeKey(nil, []byte(instance))), now: time.Now, log: log,
-		svcs: map[string]*svcCounters{},
+		svcs: map[string]*svcCounters{}, run: newRunID(), pending: map[seriesKey]pendingDelta{},
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ingest_stats_merge_conflicts_total", Help: "Stats merges retried because the entity's ETag had changed.",
 		}),
@@ -108,6 +132,14 @@ func NewCounters(store Store, instance string, reg prometheus.Registerer, log *s
 		}
 	}
 	return c, nil
+}
+
+// newRunID returns 16 random hex digits: Seqs of different processes never
+// collide, so a successor never takes its predecessor's write for its own.
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // Add counts n events of service at unixNano with level.
@@ -175,14 +207,48 @@ type seriesKey struct {
 }
 
 // Flush merges the counts gathered since the last flush into the stats
-// table. On failure the counts are put back, to be merged by the next Flush.
+// table. On failure the counts are kept for the next Flush: put back when
+// nothing was written, else pending until the entity tells whether the write
+// landed.
 func (c *Counters) Flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	deltas := c.drain()
 	var errs []error
+	for k, p := range c.pending {
+		landed, err := c.landed(ctx, statsKey(k.service, k.day), p.seq)
+		if err != nil {
+			// Writing a new Seq now would hide whether p landed: wait.
+			errs = append(errs, err)
+			if d := deltas[k]; d != nil {
+				c.restore(k, d)
+				delete(deltas, k)
+			}
+			continue
+		}
+		delete(c.pending, k)
+		if landed {
+			continue
+		}
+		d := deltas[k]
+		if d == nil {
+			d = map[string]int64{}
+			deltas[k] = d
+		}
+		for prop, v := range p.delta {
+			d[prop] += v
+		}
+	}
 	for k, d := range deltas {
-		if err := c.merge(ctx, statsKey(k.service, k.day), d); err != nil {
+		c.seq++
+		seq := fmt.Sprintf("%s-%d", c.run, c.seq)
+		wrote, err := c.merge(ctx, statsKey(k.service, k.day), d, seq)
+		switch {
+		case err == nil:
+		case wrote:
+			errs = append(errs, err)
+			c.pending[k] = pendingDelta{seq, d}
+		default:
 			errs = append(errs, err)
 			c.restore(k, d)
 		}
@@ -251,45 +317,64 @@ func (c *Counters) restore(k seriesKey, d map[string]int64) {
 	}
 }
 
-// merge adds deltas to this instance's entity in partition pk: read it,
-// add, and merge it back under its ETag, again on a conflict.
-func (c *Counters) merge(ctx context.Context, pk string, delta map[string]int64) error {
+// landed reports whether this instance's entity in partition pk carries seq.
+func (c *Counters) landed(ctx context.Context, pk, seq string) (bool, error) {
+	e, err := c.store.Get(ctx, StatsTable, pk, c.instance)
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrTableNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("cannot read %s/%s to see whether the last merge landed: %w", pk, c.instance, err)
+	}
+	return e.Props[seqProp] == seq, nil
+}
+
+// merge adds delta to this instance's entity in partition pk with Seq seq:
+// read it, add, and merge it back under its ETag; on a conflict or a
+// transient error read it again, and if it already carries seq the write
+// landed and only its answer was lost. wrote reports whether a write may
+// have landed when merge fails.
+func (c *Counters) merge(ctx context.Context, pk string, delta map[string]int64, seq string) (wrote bool, err error) {
 	tableCreated := false
 	for try := 0; try < 20; try++ {
 		e, err := c.store.Get(ctx, StatsTable, pk, c.instance)
+		props := make(map[string]any, len(delta)+1)
+		props[seqProp] = seq
 		switch {
 		case errors.Is(err, ErrNotFound):
-			props := make(map[string]any, len(delta))
 			for k, v := range delta {
 				props[k] = v
 			}
+			wrote = true
 			_, err = c.store.Insert(ctx, StatsTable, Entity{PartitionKey: pk, RowKey: c.instance, Props: props})
+		case err == nil && e.Props[seqProp] == seq:
+			return false, nil // an earlier try landed
 		case err == nil:
-			props := make(map[string]any, len(delta))
 			for k, v := range delta {
 				props[k] = asInt64(e.Props[k]) + v
 			}
+			wrote = true
 			_, err = c.store.Merge(ctx, StatsTable, Entity{PartitionKey: pk, RowKey: c.instance, Props: props}, e.ETag)
 		}
 		switch {
 		case err == nil:
-			return nil
+			return false, nil
 		case errors.Is(err, ErrTableNotFound) && !tableCreated:
 			tableCreated = true
 			if err := c.store.CreateTable(ctx, StatsTable); err != nil {
-				return fmt.Errorf("cannot create table %s: %w", StatsTable, err)
+				return wrote, fmt.Errorf("cannot create table %s: %w", StatsTable, err)
 			}
 		case errors.Is(err, ErrPrecondition), errors.Is(err, ErrExists):
 			c.conflicts.Inc()
 		case IsTransient(err) && ctx.Err() == nil:
 			if c.retry.Wait(ctx, try+1, err, "partition", pk) != nil {
-				return err
+				return wrote, err
 			}
 		default:
-			return fmt.Errorf("cannot merge event counts into %s/%s: %w", pk, c.instance, err)
+			return wrote, fmt.Errorf("cannot merge event counts into %s/%s: %w", pk, c.instance, err)
 		}
 	}
-	return fmt.Errorf("cannot merge event counts into %s/%s: it keeps changing under us (is another process using --stats-instance %s?)", pk, c.instance, c.instance)
+	return wrote, fmt.Errorf("cannot merge event counts into %s/%s: it keeps changing under us (is another process using --stats-instance %s?)", pk, c.instance, c.instance)
 }
 
 func asInt64(v any) int64 {

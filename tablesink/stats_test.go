@@ -2,6 +2,7 @@ package tablesink
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -171,4 +172,117 @@ func BenchmarkCountersAdd(b *testing.B) {
 			c.Add(svcs[i&3], now, logline.Level(i%7), 1)
 		}
 	})
+}
+
+// TestStatsLostAnswers writes through a store that can let a write land and
+// then answer with an error, as a timeout or the SDK's resend of a landed
+// write (412, 409) does: every count must be merged exactly once.
+func TestStatsLostAnswers(t *testing.T) {
+	lost := fmt.Errorf("%w: answer lost", ErrTransient)
+	for _, tc := range []struct {
+		name   string
+		prime  bool    // the entity exists, so the write is a Merge (else an Insert)
+		land   bool    // the faulty writes land before failing
+		faults []error // answers of the next writes
+		fails  bool    // the first Flush reports an error
+	}{
+		{name: "merge landed, timeout", prime: true, land: true, faults: []error{lost}},
+		{name: "merge landed, 412 on resend", prime: true, land: true, faults: []error{ErrPrecondition}},
+		{name: "merge landed, timeout then 412", prime: true, land: true, faults: []error{lost, ErrPrecondition}},
+		{name: "insert landed, 409 on resend", land: true, faults: []error{ErrExists}},
+		{name: "insert landed, timeout", land: true, faults: []error{lost}},
+		{name: "merge landed, then gives up", prime: true, land: true, faults: []error{errTestDown}, fails: true},
+		{name: "insert landed, then gives up", land: true, faults: []error{errTestDown}, fails: true},
+		{name: "merge lost, then gives up", prime: true, faults: []error{errTestDown}, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, st Store) {
+				ctx := context.Background()
+				svc := uniqueName("lost")
+				fs := &faultyWrites{Store: st}
+				c, err := NewCounters(fs, "x", nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.now = func() time.Time { return day0 }
+				c.retry.Min, c.retry.Max = time.Microsecond, 10*time.Microsecond
+				want := int64(0)
+				add := func(n int) {
+					c.Add([]byte(svc), day0.UnixNano(), logline.LevelInfo, n)
+					want += int64(n)
+				}
+				if tc.prime {
+					add(1)
+					if err := c.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				add(30)
+				fs.arm(tc.land, tc.faults...)
+				if err := c.Flush(ctx); (err != nil) != tc.fails {
+					t.Fatalf("first Flush: %v, want failure %v", err, tc.fails)
+				}
+				add(5)
+				if err := c.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Flush(ctx); err != nil { // nothing left to merge twice
+					t.Fatal(err)
+				}
+				got, err := ReadStats(ctx, st, svc, day0)
+				if err != nil || got[12].Total != want || got[12].Levels[logline.LevelInfo] != want {
+					t.Fatalf("hour 12: %+v, %v; want %d", got[12], err, want)
+				}
+			})
+		})
+	}
+}
+
+// faultyWrites answers the next Inserts and Merges with faults, after
+// performing them on the real store if land is set.
+type faultyWrites struct {
+	Store
+	mu     sync.Mutex
+	land   bool
+	faults []error
+}
+
+func (f *faultyWrites) arm(land bool, faults ...error) {
+	f.mu.Lock()
+	f.land, f.faults = land, faults
+	f.mu.Unlock()
+}
+
+func (f *faultyWrites) next() (land bool, fault error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.faults) == 0 {
+		return true, nil
+	}
+	fault, f.faults = f.faults[0], f.faults[1:]
+	return f.land, fault
+}
+
+func (f *faultyWrites) Insert(ctx context.Context, table string, e Entity) (string, error) {
+	land, fault := f.next()
+	if !land {
+		return "", fault
+	}
+	etag, err := f.Store.Insert(ctx, table, e)
+	if err != nil {
+		return "", err
+	}
+	return etag, fault
+}
+
+func (f *faultyWrites) Merge(ctx context.Context, table string, e Entity, etag string) (string, error) {
+	land, fault := f.next()
+	if !land {
+		return "", fault
+	}
+	etag, err := f.Store.Merge(ctx, table, e, etag)
+	if err != nil {
+		return "", err
+	}
+	return etag, fault
 }
