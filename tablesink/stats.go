@@ -61,6 +61,9 @@ var hourProps, levelProps = func() (h [24]string, l [24][numLevels]string) {
 // A delta whose outcome is still unknown when merge gives up stays pending
 // with its Seq and is resolved by the next Flush before anything else is
 // written to that entity.
+// This relies on one process writing the entity: if another one (a
+// predecessor still running) writes in between, our Seq is gone and a landed
+// delta whose answer was lost is merged again.
 //
 // Add is for the intake hot path: no allocation once a service and hour have
 // been seen, a read lock and atomic increments.
