@@ -111,14 +111,7 @@ func (s *FileStore) Append(_ context.Context, name string, offset int64, block [
 // ReadRange returns n bytes of the blob from offset (io.ErrUnexpectedEOF
 // when it is shorter).
 func (s *FileStore) ReadRange(_ context.Context, name string, offset int64, n int) ([]byte, error) {
-	p, err := s.path(name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotFound
-	}
+	f, err := s.openFile(name)
 	if err != nil {
 		return nil, err
 	}
@@ -262,6 +255,15 @@ func (s *FileStore) List(ctx context.Context, prefix string, fn func(BlobInfo) e
 
 // Open implements Store.
 func (s *FileStore) Open(_ context.Context, name string) (io.ReadCloser, error) {
+	f, err := s.openFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// openFile opens the blob's file for reading (ErrNotFound when it is absent).
+func (s *FileStore) openFile(name string) (*os.File, error) {
 	p, err := s.path(name)
 	if err != nil {
 		return nil, err
@@ -270,7 +272,10 @@ func (s *FileStore) Open(_ context.Context, name string) (io.ReadCloser, error) 
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
-	return f, err
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 func syncDir(dir string) error {
