@@ -4,20 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +24,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/internal/azurite"
+	"ingest/internal/ingestexec"
 	"ingest/logline"
 	"ingest/query"
 	"ingest/storage"
@@ -43,9 +38,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "ingest")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build ingest: %v\n%s", err, out)
+	if binary, err = ingestexec.Build(dir, false); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := azurite.RunMain(m)
@@ -55,100 +49,50 @@ func TestMain(m *testing.M) {
 
 // server is one running ingest process.
 type server struct {
+	*ingestexec.Process
 	t       *testing.T
-	cmd     *exec.Cmd
 	url     string
 	dataDir string
-	stderr  *lockedBuffer
-	exited  chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // start runs `ingest serve` on a free loopback port and waits until healthy.
 func start(t *testing.T, dataDir string, args ...string) *server {
 	t.Helper()
-	port := freePort(t)
-	s := &server{t: t, url: "http://127.0.0.1:" + strconv.Itoa(port), dataDir: dataDir, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", dataDir}, args...)...)
-	s.cmd.Stderr = s.stderr
-	s.cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
-	if err := s.cmd.Start(); err != nil {
+	return startBinary(t, binary, 0, dataDir, args...)
+}
+
+// startBinary runs bin's `ingest serve` on port (0: a free one); the
+// process is killed at the end of the test if still running, and its log
+// shown when the test failed.
+func startBinary(t *testing.T, bin string, port int, dataDir string, args ...string) *server {
+	t.Helper()
+	p, err := ingestexec.Serve(bin, port, nil, append([]string{"--data-dir", dataDir}, args...)...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		select {
-		case <-s.exited:
-		default:
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
+		p.Kill()
 		if t.Failed() {
-			t.Logf("server log:\n%s", s.stderr.String())
+			t.Logf("server log:\n%s", p.Stderr())
 		}
 	})
-	health := http.DefaultClient
-	if slices.Contains(args, "--tls-cert") {
-		// Only up or not matters here; the TLS tests check the certificate.
-		s.url = "https://127.0.0.1:" + strconv.Itoa(port)
-		health = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := health.Get(s.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("ingest exited at start:\n%s", s.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest not healthy after 30s:\n%s", s.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return &server{Process: p, t: t, url: p.URL, dataDir: dataDir}
 }
 
 // stop sends SIGTERM and returns the exit code.
 func (s *server) stop() int {
 	s.t.Helper()
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(60 * time.Second):
-		s.t.Fatalf("ingest did not exit 60s after SIGTERM:\n%s", s.stderr.String())
+	code, err := s.Stop(60 * time.Second)
+	if err != nil {
+		s.t.Fatalf("%v:\n%s", err, s.Stderr())
 	}
-	return s.cmd.ProcessState.ExitCode()
+	return code
+}
+
+// run runs an ingest subcommand with the clean environment and returns its
+// combined output.
+func run(args ...string) ([]byte, error) {
+	return ingestexec.Command(binary, args...).CombinedOutput()
 }
 
 // getLines GETs path until the answer has want lines (events become
@@ -190,10 +134,7 @@ func (s *server) waitDrained() {
 	s.t.Fatal("the buffer did not drain within 30s")
 }
 
-func (s *server) kill9() {
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
-}
+func (s *server) kill9() { s.Kill() }
 
 func (s *server) post(path, contentType, encoding string, body []byte) (int, string) {
 	s.t.Helper()
@@ -352,19 +293,19 @@ func TestServeEndToEnd(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
-	out, err := exec.Command(binary, "logins", "alice", "--data-dir", dir, "--limit", "2", "--format", "ndjson").CombinedOutput()
+	out, err := run("logins", "alice", "--data-dir", dir, "--limit", "2", "--format", "ndjson")
 	if err != nil || strings.Count(string(out), "\n") != 2 || !strings.Contains(string(out), `"att-4"`) {
 		t.Fatalf("ingest logins: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binary, "stats", "api", "--data-dir", dir, "--day", "2026-11-21").CombinedOutput()
+	out, err = run("stats", "api", "--data-dir", dir, "--day", "2026-11-21")
 	if err != nil || !regexp.MustCompile(`16:00\s+50\s+0\s+0\s+50\s`).Match(out) {
 		t.Fatalf("ingest stats: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binary, "retention", "--dry-run", "--data-dir", dir).CombinedOutput()
+	out, err = run("retention", "--dry-run", "--data-dir", dir)
 	if err != nil || !strings.Contains(string(out), "no login table is older than 60 days") {
 		t.Fatalf("ingest retention --dry-run: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binary, "query", "--data-dir", dir, "--service", "otelsvc", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z").CombinedOutput()
+	out, err = run("query", "--data-dir", dir, "--service", "otelsvc", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z")
 	if err != nil || !strings.Contains(string(out), `;warn;otelsvc;`) || !strings.Contains(string(out), `"from an OTel SDK"`) {
 		t.Fatalf("OTLP event not stored: %v\n%s", err, out)
 	}
@@ -373,22 +314,22 @@ func TestServeEndToEnd(t *testing.T) {
 	if _, err := os.Stat(blob); err != nil {
 		t.Fatalf("blob file: %v", err)
 	}
-	out, err = exec.Command(binary, "ls", "api/2026/11/21/1600", "--data-dir", dir).CombinedOutput()
+	out, err = run("ls", "api/2026/11/21/1600", "--data-dir", dir)
 	if err != nil || !strings.Contains(string(out), "api/2026/11/21/1600/000001.log") || !strings.Contains(string(out), "EventCount=50") ||
 		!strings.Contains(string(out), "StartTime=2026-11-21T16:00:00.0000000Z") || !strings.Contains(string(out), "LogType=info") {
 		t.Fatalf("ingest ls: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binary, "cat", "--data-dir", dir, "api/2026/11/21/1600/000001.log").CombinedOutput()
+	out, err = run("cat", "--data-dir", dir, "api/2026/11/21/1600/000001.log")
 	if err != nil || strings.Count(string(out), "\n") != 50 || !strings.HasPrefix(string(out), "1.0;2026-11-21T16:00:00.0000000Z;info;api;web-1;e2e-0;") {
 		t.Fatalf("ingest cat: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binary, "query", "--data-dir", dir, "--service", "checkout", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z", "--format", "ndjson").CombinedOutput()
+	out, err = run("query", "--data-dir", dir, "--service", "checkout", "--from", "2026-11-21T16:00:00Z", "--to", "2026-11-21T17:00:00Z", "--format", "ndjson")
 	if err != nil || !strings.Contains(string(out), `"message":"from vector"`) {
 		t.Fatalf("ingest query: %v\n%s", err, out)
 	}
 	// INGEST_<FLAG> reaches every flag.
-	cmd := exec.Command(binary, "ls", "api/")
-	cmd.Env = append(os.Environ(), "INGEST_DATA_DIR="+dir)
+	cmd := ingestexec.Command(binary, "ls", "api/")
+	cmd.Env = append(cmd.Env, "INGEST_DATA_DIR="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "000001.log") {
 		t.Fatalf("ingest ls with INGEST_DATA_DIR: %v\n%s", err, out)
 	}
@@ -596,7 +537,7 @@ func TestAzureOutage(t *testing.T) {
 	}
 	stored, _ := readIDs(t, azureStore(t, conn, container), "outage/")
 	checkExactlyOnce(t, acked, stored)
-	if !strings.Contains(s.stderr.String(), "cannot flush logs, will retry") {
+	if !strings.Contains(s.Stderr(), "cannot flush logs, will retry") {
 		t.Error("the outage left no retry in the log: was storage really unreachable?")
 	}
 }

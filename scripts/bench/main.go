@@ -9,19 +9,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 )
 
@@ -38,10 +34,8 @@ func main() {
 	dir, err := os.MkdirTemp("", "ingest-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "ingest")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ingest")
-	build.Stderr = os.Stderr
-	check(build.Run())
+	bin, err := ingestexec.Build(dir, false)
+	check(err)
 
 	fmt.Printf("ingest bench: %d CPUs, load generator in the same machine, %s per run, median of %d, event-size %d, concurrency %d, closed loop\n\n",
 		cpus(), *duration, *runs, *eventSize, *concurrency)
@@ -89,47 +83,25 @@ func run(bin, dir, ack string, batch, eventSize, concurrency int, logins float64
 	data, err := os.MkdirTemp(dir, "data-")
 	check(err)
 	defer os.RemoveAll(data)
-	port := freePort()
-	srv := exec.Command(bin, "--listen", "127.0.0.1:"+strconv.Itoa(port), "--data-dir", data, "--ack", ack, "--log-level", "warn")
-	srv.Stderr = os.Stderr
-	check(srv.Start())
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	waitHealthy(url)
+	srv, err := ingestexec.Serve(bin, 0, os.Stderr, "--data-dir", data, "--ack", ack, "--log-level", "warn")
+	check(err)
+	url := srv.URL
 
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration = url, batch, concurrency, d
 	cfg.EventSize, cfg.LoginsRatio, cfg.Quiet = eventSize, logins, true
-	cpuBefore := cpuSeconds(srv.Process.Pid)
+	cpuBefore := cpuSeconds(srv.Cmd.Process.Pid)
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
-	cpuAfter := cpuSeconds(srv.Process.Pid)
-	rss := peakRSS(srv.Process.Pid)
-	srv.Process.Signal(syscall.SIGTERM)
-	srv.Wait()
+	cpuAfter := cpuSeconds(srv.Cmd.Process.Pid)
+	rss, _ := srv.Status("VmHWM")
+	_, err = srv.Stop(time.Minute)
+	check(err)
 	return row{
 		eps: rep.EventsPerSec, mbps: rep.MBPerSecRaw, p50: rep.Latency.P50, p99: rep.Latency.P99,
 		rssMiB: float64(rss) / (1 << 20), cpuPerM: (cpuAfter - cpuBefore) / (float64(rep.EventsAccepted) / 1e6),
 		errors: rep.Errors,
 	}
-}
-
-func waitHealthy(url string) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
-			resp.Body.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	check(fmt.Errorf("server at %s not healthy after 30s", url))
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // cpuSeconds reads utime+stime of a process from /proc (clock ticks of 1/100 s).
@@ -141,19 +113,6 @@ func cpuSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(fields[11], 64)
 	st, _ := strconv.ParseFloat(fields[12], 64)
 	return (ut + st) / 100
-}
-
-// peakRSS reads VmHWM (the resident set's high-water mark) from /proc.
-func peakRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	check(err)
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func cpus() int {

@@ -1,0 +1,261 @@
+// Package ingestexec builds the ingest binary and runs it, for the
+// integration tests, the benchmark and the fault suite. It is the one place
+// that starts the binary, and it always starts it with a clean environment:
+// an INGEST_<FLAG>, AZURE_* or GOMEMLIMIT variable in the caller's shell
+// never changes what a test or a measurement runs (a stray
+// AZURE_STORAGE_CONNECTION_STRING would send a test meant for the embedded
+// backend to Azure).
+//
+//	bin, err := ingestexec.Build(dir, false)
+//	p, err := ingestexec.Serve(bin, 0, "--data-dir", dataDir)
+//	defer p.Kill()
+//	http.Get(p.URL + "/v1/logs?...")
+//	code, err := p.Stop(time.Minute)
+package ingestexec
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Build compiles ingest/cmd/ingest into dir (with the race detector when
+// race is set) and returns the executable's path. It works from any
+// directory inside the module.
+func Build(dir string, race bool) (string, error) {
+	name := "ingest"
+	args := []string{"build", "-o"}
+	if race {
+		name = "ingest-race"
+	}
+	bin := filepath.Join(dir, name)
+	args = append(args, bin)
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "ingest/cmd/ingest")
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("cannot build ingest (go %s): %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin, nil
+}
+
+// Env is the caller's environment without the variables that configure
+// ingest (INGEST_*, AZURE_*, GOMEMLIMIT), plus extra ("NAME=value").
+func Env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "INGEST_") || strings.HasPrefix(name, "AZURE_") || name == "GOMEMLIMIT" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// Command is exec.Command(bin, args...) with the clean Env.
+func Command(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = Env()
+	return cmd
+}
+
+// Process is one running `ingest serve`.
+type Process struct {
+	URL  string // http://127.0.0.1:PORT, https:// with --tls-cert
+	Port int
+	Cmd  *exec.Cmd
+
+	stderr lockedBuffer
+	exited chan struct{}
+}
+
+// Serve starts `ingest serve --listen 127.0.0.1:PORT args...` (a free port
+// when port is 0) and waits until /healthz answers 200, for at most 30 s.
+// Its standard error is kept (Stderr) and also copied to tee when not nil.
+// With --tls-cert among args the URL is https and the health check does not
+// verify the certificate (only up or not matters here).
+func Serve(bin string, port int, tee *os.File, args ...string) (*Process, error) {
+	if port == 0 {
+		var err error
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	p := &Process{URL: "http://127.0.0.1:" + strconv.Itoa(port), Port: port, exited: make(chan struct{})}
+	client := &http.Client{Timeout: 2 * time.Second}
+	if slices.Contains(args, "--tls-cert") {
+		p.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	}
+	p.Cmd = Command(bin, append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port)}, args...)...)
+	p.Cmd.Stderr = &p.stderr
+	if tee != nil {
+		p.stderr.tee = tee
+	}
+	if err := p.Cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cannot start ingest: %w", err)
+	}
+	go func() { _ = p.Cmd.Wait(); close(p.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(p.URL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("ingest exited at start (%s):\n%s", p.Cmd.ProcessState, p.Stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.Kill()
+			return nil, fmt.Errorf("ingest not healthy 30s after start:\n%s", p.Stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stderr is what the process wrote to standard error so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Stop sends SIGTERM and waits up to timeout for the exit; it returns the
+// exit code, or an error (and kills the process) when it did not exit.
+func (p *Process) Stop(timeout time.Duration) (int, error) {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return p.Cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		p.Kill()
+		return -1, fmt.Errorf("ingest did not exit %s after SIGTERM", timeout)
+	}
+}
+
+// Kill sends SIGKILL (kill -9) and waits for the exit. Killing a process
+// that has already exited does nothing.
+func (p *Process) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// Status reads /proc/PID/status fields in bytes (VmRSS, VmHWM) or counts
+// (Threads); ok is false once the process is gone.
+func (p *Process) Status(field string) (v int64, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, found := strings.CutPrefix(line, field+":"); found {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0, false
+			}
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			if len(f) > 1 && f[1] == "kB" {
+				n <<= 10
+			}
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// OpenFiles counts the process's open file descriptors.
+func (p *Process) OpenFiles() (int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.Cmd.Process.Pid))
+	return len(ents), err
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("cannot find a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ErrNoMetric is returned by Metric when the family or sample is absent.
+var ErrNoMetric = errors.New("no such metric sample")
+
+// Metric reads one unlabelled sample (or the sum of every labelled sample
+// of the family, when name has no '{') from a Prometheus text exposition.
+func Metric(text []byte, name string) (float64, error) {
+	var sum float64
+	found := false
+	for _, line := range bytes.Split(text, []byte{'\n'}) {
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		series, value, ok := bytes.Cut(line, []byte{' '})
+		if !ok {
+			continue
+		}
+		s := string(series)
+		if s != name && !(strings.HasPrefix(s, name+"{") && !strings.Contains(name, "{")) {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(bytes.TrimSpace(value)), 64)
+		if err != nil {
+			return 0, fmt.Errorf("cannot parse %s: %w", line, err)
+		}
+		sum += f
+		found = true
+	}
+	if !found {
+		return 0, fmt.Errorf("%s: %w", name, ErrNoMetric)
+	}
+	return sum, nil
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	b   bytes.Buffer
+	tee *os.File
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tee != nil {
+		_, _ = l.tee.Write(p)
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
