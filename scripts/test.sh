@@ -7,6 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The whole suite, always: an argument such as -short would silently skip
+# the long integration tests. For a subset, run `go test` directly.
+if [ $# -gt 0 ]; then
+  echo "test.sh: takes no arguments (got: $*); it runs the whole suite. For a subset: go test -run NAME ./pkg" >&2
+  exit 2
+fi
+
 command -v go >/dev/null || { echo "test.sh: Go is required (https://go.dev/dl/)" >&2; exit 1; }
 if ! command -v npm >/dev/null; then
   echo "test.sh: npm is required to install Azurite; installing Node.js from Debian's packages" >&2
@@ -27,6 +34,7 @@ if ! command -v chromium >/dev/null; then
 fi
 
 go vet ./...
-go test -count=1 -timeout 15m "$@" ./...
-# The packages where goroutines share state, again under the race detector.
-go test -count=1 -timeout 10m -race "$@" ./buffer ./wal ./blobsink ./httpapi
+go test -count=1 -timeout 15m ./...
+# Every package where goroutines share state, again under the race detector
+# (cmd/ingest runs a -race build of the binary under load instead).
+go test -count=1 -timeout 10m -race ./blobsink ./buffer ./httpapi ./loadtest ./query ./shard ./tablesink ./wal ./internal/...

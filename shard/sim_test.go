@@ -76,9 +76,10 @@ const partitionTarget = 2000
 
 func TestSimulationNoHotPartition(t *testing.T) {
 	// 100,000 attempts/s (80,000/s Zipf-skewed + 20,000/s on one user). The
-	// full 10 million (100 s) runs in BenchmarkSimulation and without -short.
+	// full 10 million (100 s) runs in BenchmarkSimulation and without -short
+	// or -race.
 	events, seconds := 10_000_000, 100
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		events, seconds = 1_000_000, 10
 	}
 	res := simulate(events, seconds, 1_000_000, 20000, DefaultConfig())

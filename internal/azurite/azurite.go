@@ -90,7 +90,8 @@ func Start(extra ...string) (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start Azurite: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous: on a loaded machine Node.js takes long to start.
+	deadline := time.Now().Add(90 * time.Second)
 	for _, port := range ports[:2] {
 		for {
 			c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond)
@@ -100,7 +101,7 @@ func Start(extra ...string) (*Server, error) {
 			}
 			if time.Now().After(deadline) {
 				s.Stop()
-				return nil, fmt.Errorf("cannot start Azurite: port %d not ready after 30s: %s", port, s.stderr.String())
+				return nil, fmt.Errorf("cannot start Azurite: port %d not ready after 90s: %s", port, s.stderr.String())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
