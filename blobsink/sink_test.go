@@ -47,9 +47,11 @@ func readAll(t *testing.T, s Store, name string) []byte {
 	}
 	switch CompressionOf(name) {
 	case CompressZstd:
-		d, _ := zstd.NewReader(bytes.NewReader(b))
-		defer d.Close()
-		b, err = io.ReadAll(d)
+		var d *zstd.Decoder
+		if d, err = zstd.NewReader(bytes.NewReader(b)); err == nil {
+			defer d.Close()
+			b, err = io.ReadAll(d)
+		}
 	case CompressGzip:
 		var r *gzip.Reader
 		r, err = gzip.NewReader(bytes.NewReader(b)) // multistream by default
@@ -70,6 +72,26 @@ func listNames(t *testing.T, s Store, prefix string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// newFileStore is a FileStore in a fresh temporary directory.
+func newFileStore(t testing.TB) *FileStore {
+	t.Helper()
+	s, err := NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatalf("cannot open a file store: %v", err)
+	}
+	return s
+}
+
+// stat is store.Stat(name) that fails the test on an error.
+func stat(t *testing.T, store Store, name string) BlobInfo {
+	t.Helper()
+	info, err := store.Stat(context.Background(), name)
+	if err != nil {
+		t.Fatalf("cannot stat %s: %v", name, err)
+	}
+	return info
 }
 
 func newTestSink(t *testing.T, store Store, cfg Config) *Sink {
@@ -133,7 +155,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		var all []byte
 		var count int64
 		for _, n := range names {
-			info, _ := store.Stat(context.Background(), n)
+			info := stat(t, store, n)
 			if info.Size > 4000 {
 				t.Errorf("blob %s is %d bytes, over --blob-max-bytes 4000", n, info.Size)
 			}
@@ -181,8 +203,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			s := newTestSink(t, store, Config{Compression: c})
 			key := HourPrefix("z", hour)
 			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
-			s.Flush(context.Background(), key, d1, noJournal)
-			s.Flush(context.Background(), key, d2, noJournal)
+			for _, d := range [][]byte{d1, d2} {
+				if _, err := s.Flush(context.Background(), key, d, noJournal); err != nil {
+					t.Fatal(err)
+				}
+			}
 			names := listNames(t, store, key+"/")
 			if len(names) != 1 || !strings.HasSuffix(names[0], c.Ext()) {
 				t.Fatalf("blobs = %v", names)
@@ -215,7 +240,9 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		spy := &metaSpy{Store: inner}
 		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
 		key := HourPrefix("spy", hour)
-		s.Flush(context.Background(), key, lines("spy", hour, 10, logline.LevelInfo), noJournal)
+		if _, err := s.Flush(context.Background(), key, lines("spy", hour, 10, logline.LevelInfo), noJournal); err != nil {
+			t.Fatal(err)
+		}
 		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
 		if _, err := s.Flush(context.Background(), key, late, noJournal); err != nil {
 			t.Fatal(err)
@@ -261,7 +288,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		if err != nil || landed != n {
 			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
 		}
-		info, _ := inner.Stat(context.Background(), BlobName(key, 1, CompressNone))
+		info := stat(t, inner, BlobName(key, 1, CompressNone))
 		m, ok := ParseMeta(info.Metadata)
 		if !ok || m.Count != int64(bytes.Count(data[:n], []byte{'\n'})) {
 			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
@@ -331,18 +358,22 @@ func TestSinkOnFileStore(t *testing.T) {
 }
 
 func TestTornBlockIsCutOnRecovery(t *testing.T) {
-	store, _ := NewFileStore(t.TempDir())
+	store := newFileStore(t)
 	s := newTestSink(t, store, Config{ChunkBytes: 1000})
 	key := HourPrefix("torn", hour)
 	data := lines("torn", hour, 30, logline.LevelInfo)
 	var intent []byte
 	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
 	s.store = flaky
-	n, _ := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+	n, err := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+	if err == nil || n == 0 || n+100 > len(data) {
+		t.Fatalf("Flush = %d, %v: want one block stored, then a failure", n, err)
+	}
 	// Power loss mid-append: half of the next block is on disk.
 	name := BlobName(key, 1, CompressNone)
-	info, _ := store.Stat(context.Background(), name)
-	store.Append(context.Background(), name, info.Size, data[n:n+100])
+	if err := store.Append(context.Background(), name, stat(t, store, name).Size, data[n:n+100]); err != nil {
+		t.Fatal(err)
+	}
 	s2 := newTestSink(t, store, Config{ChunkBytes: 1000})
 	landed, err := s2.Landed(context.Background(), key, intent)
 	if err != nil || landed != n {
@@ -366,8 +397,10 @@ const LevelNoneForTest = logline.LevelNone
 func BenchmarkSinkFlushFile(b *testing.B) {
 	for _, c := range []Compression{CompressNone, CompressZstd} {
 		b.Run("compression="+string(c), func(b *testing.B) {
-			store, _ := NewFileStore(b.TempDir())
-			s, _ := NewSink(store, Config{MaxBlobBytes: 1 << 40, Compression: c}, nil, nil)
+			s, err := NewSink(newFileStore(b), Config{MaxBlobBytes: 1 << 40, Compression: c}, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			data := lines("bench", hour, 20000, logline.LevelInfo) // ~2 MB
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
@@ -408,7 +441,7 @@ func TestListTop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsStore, _ := NewFileStore(t.TempDir())
+	fsStore := newFileStore(t)
 	for name, store := range map[string]interface {
 		Store
 		ListTop(context.Context) ([]string, error)
@@ -428,7 +461,7 @@ func TestListTop(t *testing.T) {
 // TestConcurrentKeys flushes several keys at once, as the buffer's workers
 // do; run with -race it checks that keys share no unguarded writer state.
 func TestConcurrentKeys(t *testing.T) {
-	store, _ := NewFileStore(t.TempDir())
+	store := newFileStore(t)
 	s := newTestSink(t, store, Config{})
 	var wg sync.WaitGroup
 	for k := range 8 {

@@ -99,6 +99,16 @@ func wantLines(key string, from, to int) string {
 	return sb.String()
 }
 
+// openBuffer opens a buffer on dir or fails the test.
+func openBuffer(t testing.TB, cfg Config, dir string, sinks ...Flusher) *Buffer {
+	t.Helper()
+	b, err := Open(context.Background(), cfg, dir, sinks, nil, quiet)
+	if err != nil {
+		t.Fatalf("cannot open the buffer: %v", err)
+	}
+	return b
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -147,7 +157,7 @@ func TestFlushesInOrderPerKey(t *testing.T) {
 
 func TestFlushByInterval(t *testing.T) {
 	sink := newMemSink()
-	b, _ := Open(context.Background(), testConfig(AckWAL), t.TempDir(), []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, testConfig(AckWAL), t.TempDir(), sink)
 	defer b.Close(context.Background())
 	addLines(t, b, "k", 0, 3)
 	waitFor(t, "the interval flush", func() bool { return sink.get("k") == wantLines("k", 0, 3) })
@@ -156,7 +166,7 @@ func TestFlushByInterval(t *testing.T) {
 func TestAckFlushWaitsForStorage(t *testing.T) {
 	sink := newMemSink()
 	sink.failNext = 2 // the first two attempts fail: Add must still return only once stored
-	b, _ := Open(context.Background(), testConfig(AckFlush), t.TempDir(), []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, testConfig(AckFlush), t.TempDir(), sink)
 	defer b.Close(context.Background())
 	addLines(t, b, "k", 0, 5)
 	if got := sink.get("k"); got != wantLines("k", 0, 5) {
@@ -170,7 +180,7 @@ func TestBudgetRefusesWhenFull(t *testing.T) {
 	sink.release = make(chan struct{})
 	cfg := testConfig(AckMemory)
 	cfg.BufferBytes, cfg.FlushBytes = 4096, 1024
-	b, _ := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, cfg, t.TempDir(), sink)
 	var batch Batch
 	g := batch.Group(0, []byte("k"))
 	g.Data = bytes.Repeat([]byte("x"), 1000)
@@ -197,7 +207,7 @@ func TestReplayAfterCrash(t *testing.T) {
 	sink := newMemSink()
 	sink.failNext = 1 << 30 // storage is down: nothing is flushed before the crash
 	cfg := testConfig(AckWAL)
-	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, cfg, dir, sink)
 	addLines(t, b, "a", 0, 50)
 	addLines(t, b, "b", 0, 50)
 	b.kill()
@@ -219,7 +229,7 @@ func TestReplayAfterCrash(t *testing.T) {
 	}
 	// A clean shutdown leaves nothing to replay.
 	sink3 := newMemSink()
-	b3, _ := Open(context.Background(), cfg, dir, []Flusher{sink3}, nil, quiet)
+	b3 := openBuffer(t, cfg, dir, sink3)
 	b3.Close(context.Background())
 	if sink3.calls != 0 {
 		t.Fatalf("a clean restart flushed again: %d calls", sink3.calls)
@@ -234,7 +244,7 @@ func TestCrashMidFlush(t *testing.T) {
 	sink.partial = 30 // stores 30 bytes then hangs, as if killed mid-write
 	sink.release = make(chan struct{})
 	cfg := testConfig(AckWAL)
-	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, cfg, dir, sink)
 	addLines(t, b, "k", 0, 20)
 	waitFor(t, "the partial write", func() bool { return len(sink.get("k")) == 30 })
 	b.kill()
@@ -261,7 +271,7 @@ func TestWALSegmentsAreDeletedOnceStored(t *testing.T) {
 	sink := newMemSink()
 	cfg := testConfig(AckWAL)
 	cfg.WALSegmentBytes = 4096
-	b, _ := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, cfg, dir, sink)
 	for i := 0; i < 400; i += 20 {
 		addLines(t, b, "k", i, i+20)
 	}
@@ -276,7 +286,7 @@ func TestWALSegmentsAreDeletedOnceStored(t *testing.T) {
 }
 
 func TestAddAfterCloseIsRefused(t *testing.T) {
-	b, _ := Open(context.Background(), testConfig(AckWAL), t.TempDir(), []Flusher{newMemSink()}, nil, quiet)
+	b := openBuffer(t, testConfig(AckWAL), t.TempDir(), newMemSink())
 	b.Close(context.Background())
 	var batch Batch
 	batch.Group(0, []byte("k")).Data = []byte("x\n")
@@ -356,7 +366,7 @@ func TestFlushesStayChunked(t *testing.T) {
 	sink := &sizeSink{release: make(chan struct{})}
 	cfg := testConfig(AckMemory)
 	cfg.FlushBytes, cfg.BufferBytes = 4096, 1<<20
-	b, _ := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, nil, quiet)
+	b := openBuffer(t, cfg, t.TempDir(), sink)
 	for i := 0; i < 4000; i += 100 {
 		addLines(t, b, "k", i, i+100) // ~1.3 KB a batch, ~52 KB in all
 	}

@@ -93,7 +93,10 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, _ := p.ParseBytes(out)
+		v, err := p.ParseBytes(out)
+		if err != nil {
+			t.Fatalf("record %q: %v", out, err)
+		}
 		pks[string(v.GetStringBytes("pk"))] = true
 	}
 	if want := len(s.keyer.ReadKeys([]byte("victim"))); len(pks) != want {

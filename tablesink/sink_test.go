@@ -126,14 +126,14 @@ func TestFlushAndTail(t *testing.T) {
 			t.Fatalf("fields: %+v", got[0])
 		}
 		// Limited to one day, and a small limit.
-		if got, _ := s.Tail(context.Background(), "alice@example.com", 1, 1000); len(got) != 500 {
-			t.Fatalf("one day: %d attempts", len(got))
+		if got, err := s.Tail(context.Background(), "alice@example.com", 1, 1000); err != nil || len(got) != 500 {
+			t.Fatalf("one day: %d attempts, %v", len(got), err)
 		}
-		if got, _ := s.Tail(context.Background(), "alice@example.com", 2, 3); len(got) != 3 || string(got[2].ID) != "b0497" {
-			t.Fatalf("limit 3: %d attempts", len(got))
+		if got, err := s.Tail(context.Background(), "alice@example.com", 2, 3); err != nil || len(got) != 3 || string(got[2].ID) != "b0497" {
+			t.Fatalf("limit 3: %d attempts, %v", len(got), err)
 		}
-		if got, _ := s.Tail(context.Background(), "bob", 30, 100); len(got) != 3 {
-			t.Fatalf("bob: %d attempts", len(got))
+		if got, err := s.Tail(context.Background(), "bob", 30, 100); err != nil || len(got) != 3 {
+			t.Fatalf("bob: %d attempts, %v", len(got), err)
 		}
 		if got, err := s.Tail(context.Background(), "nobody", 30, 100); len(got) != 0 || err != nil {
 			t.Fatalf("nobody: %d attempts, %v", len(got), err)
@@ -158,8 +158,8 @@ func TestFlushReplayDuplicatesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got, _ := s.Tail(context.Background(), "carol", 1, 1000); len(got) != 250 {
-			t.Fatalf("after replays: %d attempts, want 250", len(got))
+		if got, err := s.Tail(context.Background(), "carol", 1, 1000); err != nil || len(got) != 250 {
+			t.Fatalf("after replays: %d attempts, %v; want 250", len(got), err)
 		}
 	})
 }
@@ -255,7 +255,10 @@ func TestRetention(t *testing.T) {
 		if n := cs.n("DeleteTable"); n != 2 {
 			t.Fatalf("%d DeleteTable calls for 2 tables (one holding 1,000 entities), want exactly 2", n)
 		}
-		names, _ := st.ListTables(ctx, s.prefix)
+		names, err := st.ListTables(ctx, s.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
 		want := []string{tableName(s.prefix, today-60), tableName(s.prefix, today-1), tableName(s.prefix, today), tableName(s.prefix, today+1), s.prefix + "x"}
 		if fmt.Sprint(names) != fmt.Sprint(want) {
 			t.Fatalf("tables left %v, want %v (tomorrow's created ahead)", names, want)
@@ -274,8 +277,8 @@ func TestRetention(t *testing.T) {
 		if cs.n("CreateTable") != creates || cs.n("Batch") != 0 {
 			t.Fatalf("an expired table was written: %d creates, %d batches", cs.n("CreateTable")-creates, cs.n("Batch"))
 		}
-		if names, _ := st.ListTables(ctx, expired); len(names) != 0 {
-			t.Fatalf("expired table recreated: %v", names)
+		if names, err := st.ListTables(ctx, expired); err != nil || len(names) != 0 {
+			t.Fatalf("expired table recreated: %v, %v", names, err)
 		}
 		// ...and the clock moving on makes today-60 expire at the next run.
 		s.now = func() time.Time { return day0.Add(24 * time.Hour) }

@@ -59,12 +59,12 @@ func TestStatsSumAcrossInstances(t *testing.T) {
 		if got != want {
 			t.Fatalf("stats:\n got %v\nwant %v", got, want)
 		}
-		next, _ := ReadStats(ctx, st, svc, day0.Add(24*time.Hour))
-		if next[0].Total != 4 || next[0].Levels[logline.LevelWarn] != 4 {
-			t.Fatalf("next day: %+v", next[0])
+		next, err := ReadStats(ctx, st, svc, day0.Add(24*time.Hour))
+		if err != nil || next[0].Total != 4 || next[0].Levels[logline.LevelWarn] != 4 {
+			t.Fatalf("next day: %+v, %v", next[0], err)
 		}
-		if o, _ := ReadStats(ctx, st, other, day0); o[5].Total != 100 {
-			t.Fatalf("other service: %+v", o[5])
+		if o, err := ReadStats(ctx, st, other, day0); err != nil || o[5].Total != 100 {
+			t.Fatalf("other service: %+v, %v", o[5], err)
 		}
 		if none, err := ReadStats(ctx, st, "nothing-here", day0); err != nil || none != ([24]HourStats{}) {
 			t.Fatalf("unknown service: %v, %v", none, err)
@@ -122,9 +122,9 @@ func TestStatsFlushFailureKeepsCounts(t *testing.T) {
 	if err := c.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := ReadStats(context.Background(), st, "svc", day0)
-	if got[12].Levels[logline.LevelWarn] != 7 || got[12].Total != 7 {
-		t.Fatalf("after a failed then a good flush: %+v", got[12])
+	got, err := ReadStats(context.Background(), st, "svc", day0)
+	if err != nil || got[12].Levels[logline.LevelWarn] != 7 || got[12].Total != 7 {
+		t.Fatalf("after a failed then a good flush: %+v, %v", got[12], err)
 	}
 }
 
@@ -140,8 +140,18 @@ type testError struct{ s string }
 
 func (e *testError) Error() string { return e.s }
 
+// newCounters is NewCounters without a store (Add only) or fails the test.
+func newCounters(t testing.TB) *Counters {
+	t.Helper()
+	c, err := NewCounters(nil, "x", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func TestCountersAddAllocs(t *testing.T) {
-	c, _ := NewCounters(nil, "x", nil, nil)
+	c := newCounters(t)
 	svc := []byte("api")
 	c.Add(svc, day0.UnixNano(), logline.LevelInfo, 1)
 	n := testing.AllocsPerRun(1000, func() { c.Add(svc, day0.UnixNano(), logline.LevelInfo, 1) })
@@ -151,7 +161,7 @@ func TestCountersAddAllocs(t *testing.T) {
 }
 
 func TestCountersBoundServices(t *testing.T) {
-	c, _ := NewCounters(nil, "x", nil, nil)
+	c := newCounters(t)
 	for i := range maxServices + 50 {
 		c.Add([]byte(uniqueName("s")+string(rune('a'+i%26))), day0.UnixNano(), logline.LevelInfo, 1)
 	}
@@ -161,7 +171,7 @@ func TestCountersBoundServices(t *testing.T) {
 }
 
 func BenchmarkCountersAdd(b *testing.B) {
-	c, _ := NewCounters(nil, "x", nil, nil)
+	c := newCounters(b)
 	svcs := [][]byte{[]byte("api"), []byte("web"), []byte("auth"), []byte("billing")}
 	now := time.Now().UnixNano()
 	b.ReportAllocs()

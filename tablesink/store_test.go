@@ -36,9 +36,9 @@ func TestStoreTables(t *testing.T) {
 		if err := st.DeleteTable(ctx, p+"zz"); err != nil {
 			t.Fatalf("deleting an absent table: %v", err)
 		}
-		names, _ = st.ListTables(ctx, p)
-		if !slices.Equal(names, []string{p + "a", p + "c"}) {
-			t.Fatalf("after delete: %v", names)
+		names, err = st.ListTables(ctx, p)
+		if err != nil || !slices.Equal(names, []string{p + "a", p + "c"}) {
+			t.Fatalf("after delete: %v, %v", names, err)
 		}
 		if _, err := st.Query(ctx, p+"zz", "pk", "", "", 10); !errors.Is(err, ErrTableNotFound) {
 			t.Fatalf("Query on a missing table: %v", err)
@@ -102,13 +102,13 @@ func TestStoreEntities(t *testing.T) {
 				t.Fatalf("not ascending: %s then %s", got[i-1].RowKey, got[i].RowKey)
 			}
 		}
-		got, _ = st.Query(ctx, tb, "p1", "r050", "", 10)
-		if len(got) != 10 || got[0].RowKey != "r050" || got[9].RowKey != "r059" {
-			t.Fatalf("range query from r050: %d entities from %q", len(got), got[0].RowKey)
+		got, err = st.Query(ctx, tb, "p1", "r050", "", 10)
+		if err != nil || len(got) != 10 || got[0].RowKey != "r050" || got[9].RowKey != "r059" {
+			t.Fatalf("range query from r050: %d entities %v, %v", len(got), got, err)
 		}
-		got, _ = st.Query(ctx, tb, "p1", "r050", "r053", 10)
-		if len(got) != 3 || got[0].RowKey != "r050" || got[2].RowKey != "r052" {
-			t.Fatalf("range query [r050, r053): %d entities", len(got))
+		got, err = st.Query(ctx, tb, "p1", "r050", "r053", 10)
+		if err != nil || len(got) != 3 || got[0].RowKey != "r050" || got[2].RowKey != "r052" {
+			t.Fatalf("range query [r050, r053): %d entities, %v", len(got), err)
 		}
 
 		e, err := st.Get(ctx, tb, "p1", "r001")
@@ -135,7 +135,9 @@ func TestStoreEntities(t *testing.T) {
 		if _, err := st.Merge(ctx, tb, Entity{PartitionKey: "s", RowKey: "nope"}, tag); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Merge of a missing entity: %v", err)
 		}
-		e, _ = st.Get(ctx, tb, "s", "x")
+		if e, err = st.Get(ctx, tb, "s", "x"); err != nil {
+			t.Fatal(err)
+		}
 		if e.Props["A"] != int64(1) || e.Props["B"] != int64(2) || e.ETag != tag2 {
 			t.Fatalf("after merge: %+v (ETag want %s)", e, tag2)
 		}

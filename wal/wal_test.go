@@ -23,6 +23,44 @@ func replayAll(t *testing.T, l *Log) (lsns []uint64, payloads []string) {
 	return lsns, payloads
 }
 
+// openLog opens the log in dir or fails the test.
+func openLog(t testing.TB, dir string, opts Options) *Log {
+	t.Helper()
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("cannot open the WAL: %v", err)
+	}
+	return l
+}
+
+// startLog opens the log in dir, replays it and starts it for appends.
+func startLog(t *testing.T, dir string, opts Options) *Log {
+	t.Helper()
+	l := openLog(t, dir, opts)
+	replayAll(t, l)
+	if err := l.Start(); err != nil {
+		t.Fatalf("cannot start the WAL: %v", err)
+	}
+	return l
+}
+
+// mustAppend appends and waits for the fsync, or fails the test.
+func mustAppend(t *testing.T, l *Log, payload []byte) uint64 {
+	t.Helper()
+	lsn, err := l.Append(payload, nil)
+	if err != nil {
+		t.Fatalf("cannot append: %v", err)
+	}
+	return lsn
+}
+
+func closeLog(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.Close(); err != nil {
+		t.Fatalf("cannot close the WAL: %v", err)
+	}
+}
+
 func TestAppendReplay(t *testing.T) {
 	dir := t.TempDir()
 	l, err := Open(dir, Options{})
@@ -85,31 +123,42 @@ func TestAppendReplay(t *testing.T) {
 	if err != nil || lsn != 201 {
 		t.Fatalf("first LSN after restart = %d, %v; want 201", lsn, err)
 	}
-	l2.Close()
+	closeLog(t, l2)
 }
 
 func TestTornTailIsCut(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, Options{})
-	replayAll(t, l)
-	l.Start()
+	l := startLog(t, dir, Options{})
 	for i := range 3 {
-		l.Append([]byte(fmt.Sprintf("good-%d", i)), nil)
+		mustAppend(t, l, []byte(fmt.Sprintf("good-%d", i)))
 	}
-	l.Close()
+	closeLog(t, l)
 	seg := l.segments[len(l.segments)-1].path
 	// A crash mid-write: half a record at the end.
-	f, _ := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
-	f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 9, 0, 0, 0, 0, 0, 0, 0, 'p', 'a', 'r'})
-	f.Close()
-	before, _ := os.Stat(seg)
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 9, 0, 0, 0, 0, 0, 0, 0, 'p', 'a', 'r'}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	l2, _ := Open(dir, Options{})
+	l2 := openLog(t, dir, Options{})
 	_, payloads := replayAll(t, l2)
 	if len(payloads) != 3 || payloads[2] != "good-2" {
 		t.Fatalf("replay after torn tail = %q", payloads)
 	}
-	after, _ := os.Stat(seg)
+	after, err := os.Stat(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if after.Size() != before.Size()-19 {
 		t.Fatalf("torn tail not cut: size %d -> %d", before.Size(), after.Size())
 	}
@@ -117,21 +166,24 @@ func TestTornTailIsCut(t *testing.T) {
 
 func TestCorruptMiddleSegmentIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, Options{SegmentBytes: 64})
-	replayAll(t, l)
-	l.Start()
+	l := startLog(t, dir, Options{SegmentBytes: 64})
 	for i := range 10 {
-		l.Append(bytes.Repeat([]byte{byte('a' + i)}, 50), nil)
+		mustAppend(t, l, bytes.Repeat([]byte{byte('a' + i)}, 50))
 	}
-	l.Close()
+	closeLog(t, l)
 	if len(l.segments) < 3 {
 		t.Fatalf("want several segments, got %d", len(l.segments))
 	}
 	first := l.segments[0].path
-	b, _ := os.ReadFile(first)
+	b, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
 	b[len(b)-1] ^= 0xff
-	os.WriteFile(first, b, 0o644)
-	l2, _ := Open(dir, Options{})
+	if err := os.WriteFile(first, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir, Options{})
 	if err := l2.Replay(func(uint64, []byte) error { return nil }); err == nil {
 		t.Fatal("a damaged middle segment replayed without error")
 	}
@@ -139,11 +191,9 @@ func TestCorruptMiddleSegmentIsAnError(t *testing.T) {
 
 func TestTruncate(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, Options{SegmentBytes: 100})
-	replayAll(t, l)
-	l.Start()
+	l := startLog(t, dir, Options{SegmentBytes: 100})
 	for range 10 {
-		l.Append(bytes.Repeat([]byte("x"), 60), nil) // 76 bytes framed: rotates every 2 records
+		mustAppend(t, l, bytes.Repeat([]byte("x"), 60)) // 76 bytes framed: rotates every 2 records
 	}
 	n := l.Segments()
 	removed, err := l.Truncate(5) // records 1..4 are no longer needed
@@ -153,19 +203,27 @@ func TestTruncate(t *testing.T) {
 	if removed != 2 || l.Segments() != n-2 {
 		t.Fatalf("Truncate(5) removed %d of %d segments", removed, n)
 	}
-	l.Truncate(1 << 60)
+	if _, err := l.Truncate(1 << 60); err != nil {
+		t.Fatal(err)
+	}
 	if l.Segments() != 1 {
 		t.Fatalf("the segment being written was deleted or others kept: %d left", l.Segments())
 	}
-	l.Close()
-	l2, _ := Open(dir, Options{})
+	closeLog(t, l)
+	l2 := openLog(t, dir, Options{})
 	lsns, _ := replayAll(t, l2)
+	if len(lsns) == 0 || lsns[len(lsns)-1] != 10 {
+		t.Fatalf("replayed LSNs %v after Truncate: want the last record, 10, kept", lsns)
+	}
 	for _, lsn := range lsns {
 		if lsn < 5 {
 			t.Fatalf("record %d survived Truncate(5)", lsn)
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	files, err := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(files) != l2.Segments() {
 		t.Fatalf("files %d vs segments %d", len(files), l2.Segments())
 	}
@@ -176,7 +234,9 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'a', 'b', 'c'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "wal-00000000000000000001.log"), data, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, "wal-00000000000000000001.log"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		l, err := Open(dir, Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
@@ -195,9 +255,13 @@ func FuzzReplay(f *testing.F) {
 }
 
 func BenchmarkAppendParallel(b *testing.B) {
-	l, _ := Open(b.TempDir(), Options{})
-	l.Replay(func(uint64, []byte) error { return nil })
-	l.Start()
+	l := openLog(b, b.TempDir(), Options{})
+	if err := l.Replay(func(uint64, []byte) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		b.Fatal(err)
+	}
 	defer l.Close()
 	payload := bytes.Repeat([]byte("x"), 64<<10)
 	b.SetBytes(int64(len(payload)))
@@ -213,15 +277,16 @@ func BenchmarkAppendParallel(b *testing.B) {
 }
 
 func TestAppliedLSNWaitsForCallbacks(t *testing.T) {
-	l, _ := Open(t.TempDir(), Options{})
-	replayAll(t, l)
-	l.Start()
+	l := startLog(t, t.TempDir(), Options{})
 	defer l.Close()
 	release := make(chan struct{})
 	go l.Append([]byte("slow"), func(uint64) { <-release })
 	deadline := time.Now().Add(5 * time.Second)
 	for l.nextLSNForTest() != 2 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
+	}
+	if l.NextLSN() != 2 {
+		t.Fatalf("the append did not take LSN 1 within 5s (next LSN %d)", l.NextLSN())
 	}
 	if got := l.AppliedLSN(); got != 1 {
 		t.Fatalf("AppliedLSN = %d while record 1's callback runs, want 1", got)
