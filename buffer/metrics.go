@@ -58,6 +58,14 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 		keys: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_buffer_keys",
 			Help: "Keys (service and hour, or login day) with a buffer."}),
 	}
+	// Every stream's series exist from the start, at 0: a dashboard or an
+	// alert on errors must not wait for the first error to see the series.
+	for i := range b.flushers {
+		name := streamName(Stream(i))
+		m.flushes.WithLabelValues(name)
+		m.flushErrors.WithLabelValues(name)
+		m.flushBytes.WithLabelValues(name)
+	}
 	if reg != nil {
 		reg.MustRegister(m.full, m.refusedFailing, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
 			m.walSegments, m.walSegmentsRemoved, m.keys, m.walRefused,
