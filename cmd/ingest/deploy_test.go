@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"ingest/internal/ingestexec"
 )
 
 // The files in deploy/ cannot be exercised here (no container engine, no
@@ -77,8 +78,8 @@ func withoutFlags(args []string, names ...string) []string {
 // command exists and every flag in args parses with its value.
 func checkParses(t *testing.T, where string, args []string, env ...string) {
 	t.Helper()
-	cmd := exec.Command(binary, append(append([]string{}, args...), "--help")...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd := ingestexec.Command(binary, append(append([]string{}, args...), "--help")...)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: `ingest %s` does not parse: %v\n%s", where, strings.Join(args, " "), err, out)
@@ -111,7 +112,7 @@ func checkRuns(t *testing.T, args []string, probes []string, healthcheck []strin
 	}
 	if healthcheck != nil {
 		hc := append(withoutFlags(healthcheck, "listen"), "--listen", strings.TrimPrefix(s.url, "http://"))
-		if out, err := exec.Command(binary, hc...).CombinedOutput(); err != nil {
+		if out, err := ingestexec.Command(binary, hc...).CombinedOutput(); err != nil {
 			t.Errorf("`ingest %s` against a running server: %v\n%s", strings.Join(hc, " "), err, out)
 		}
 	}
@@ -379,24 +380,24 @@ func dig(v any, keys ...string) any {
 func TestHealthcheckCommand(t *testing.T) {
 	s := start(t, t.TempDir())
 	addr := strings.TrimPrefix(s.url, "http://")
-	if out, err := exec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput(); err != nil {
+	if out, err := ingestexec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput(); err != nil {
 		t.Fatalf("healthcheck against a running server: %v\n%s", err, out)
 	}
-	if out, err := exec.Command(binary, "healthcheck", "--listen", addr, "--path", "/readyz").CombinedOutput(); err != nil {
+	if out, err := ingestexec.Command(binary, "healthcheck", "--listen", addr, "--path", "/readyz").CombinedOutput(); err != nil {
 		t.Fatalf("healthcheck --path /readyz against a running server: %v\n%s", err, out)
 	}
 	// INGEST_LISTEN, as set for the server, points the check at it.
-	cmd := exec.Command(binary, "healthcheck")
-	cmd.Env = append(os.Environ(), "INGEST_LISTEN="+addr)
+	cmd := ingestexec.Command(binary, "healthcheck")
+	cmd.Env = append(cmd.Env, "INGEST_LISTEN="+addr)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("healthcheck with INGEST_LISTEN: %v\n%s", err, out)
 	}
-	out, err := exec.Command(binary, "healthcheck", "--listen", addr, "--path", "/no-such-path").CombinedOutput()
+	out, err := ingestexec.Command(binary, "healthcheck", "--listen", addr, "--path", "/no-such-path").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "404") {
 		t.Fatalf("healthcheck of a path that answers 404: err %v, output %s", err, out)
 	}
 	s.kill9()
-	out, err = exec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput()
+	out, err = ingestexec.Command(binary, "healthcheck", "--listen", addr).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "cannot reach") {
 		t.Fatalf("healthcheck with the server gone: err %v, output %s", err, out)
 	}

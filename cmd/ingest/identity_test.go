@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"ingest/internal/azurite"
+	"ingest/internal/ingestexec"
 )
 
 // TestManagedIdentity runs the server with --storage-account (Microsoft
@@ -99,7 +99,7 @@ func TestManagedIdentity(t *testing.T) {
 	if s.stop() != 0 {
 		t.Fatal("ingest did not exit 0")
 	}
-	out, err := exec.Command(binary, append([]string{"ls", "idsvc/"}, args...)...).CombinedOutput()
+	out, err := ingestexec.Command(binary, append([]string{"ls", "idsvc/"}, args...)...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "idsvc/2026/11/21/1800/000001.log") {
 		t.Fatalf("ingest ls with --storage-account: %v\n%s", err, out)
 	}
@@ -110,7 +110,7 @@ func TestManagedIdentity(t *testing.T) {
 	// A token for another audience is refused by the service, and the
 	// command says so: the token is what lets it in.
 	audience = "https://vault.azure.net"
-	out, err = exec.Command(binary, append([]string{"ls", "idsvc/"}, args...)...).CombinedOutput()
+	out, err = ingestexec.Command(binary, append([]string{"ls", "idsvc/"}, args...)...).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "403 AuthenticationFailed") {
 		t.Fatalf("ingest ls with a token for another audience: err %v, want 403 AuthenticationFailed\n%s", err, out)
 	}

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,13 +22,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ingest/internal/ingestexec"
 )
 
 // runCLI runs the real binary with args and returns its combined output.
 func runCLI(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="), env...)
+	cmd := ingestexec.Command(binary, args...)
+	cmd.Env = append(cmd.Env, env...)
 	done := make(chan struct{})
 	// Bounded: a command that hangs on a lock fails the test instead.
 	timer := time.AfterFunc(60*time.Second, func() {
@@ -207,7 +208,7 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 	}
 
 	selfSigned(t, certFile, keyFile, 2)
-	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := s.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	var serial int64
@@ -217,7 +218,7 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 		}
 	}
 	if serial != 2 {
-		t.Fatalf("a new handshake after SIGHUP sees serial %d, want 2\n%s", serial, s.stderr.String())
+		t.Fatalf("a new handshake after SIGHUP sees serial %d, want 2\n%s", serial, s.Stderr())
 	}
 	// The keep-alive connection opened before the reload still serves.
 	before := dials.Load()
@@ -225,8 +226,8 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 	if serial != 1 || dials.Load() != before {
 		t.Fatalf("old keep-alive connection: serial %d, dials %d -> %d; want serial 1 on the same connection", serial, before, dials.Load())
 	}
-	if !strings.Contains(s.stderr.String(), "reloaded") {
-		t.Errorf("no reload logged:\n%s", s.stderr.String())
+	if !strings.Contains(s.Stderr(), "reloaded") {
+		t.Errorf("no reload logged:\n%s", s.Stderr())
 	}
 
 	// The commands beside the server reach it over HTTPS, trusting exactly
@@ -236,12 +237,12 @@ func TestTLSReloadOnSIGHUP(t *testing.T) {
 	}
 	// A broken certificate on SIGHUP keeps the one in use.
 	os.WriteFile(certFile, []byte("not a certificate"), 0o600)
-	s.cmd.Process.Signal(syscall.SIGHUP)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(s.stderr.String(), "cannot reload"); {
+	s.Cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(s.Stderr(), "cannot reload"); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if serial, _ := serialOf(client()); serial != 2 || !strings.Contains(s.stderr.String(), "previous certificate stays") {
-		t.Fatalf("after a bad certificate: serial %d, want 2 kept\n%s", serial, s.stderr.String())
+	if serial, _ := serialOf(client()); serial != 2 || !strings.Contains(s.Stderr(), "previous certificate stays") {
+		t.Fatalf("after a bad certificate: serial %d, want 2 kept\n%s", serial, s.Stderr())
 	}
 	if code := s.stop(); code != 0 {
 		t.Fatalf("exit code %d", code)

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"ingest/internal/ingestexec"
 )
 
 // TestReadRoutes checks the read side against the real binary: the service
@@ -67,7 +68,7 @@ func TestReadRoutes(t *testing.T) {
 		}
 	}
 
-	out, err := exec.Command(binary, "query", "--data-dir", dir, "--service", "api", "--from", "2026-11-21T16:00:00Z",
+	out, err := ingestexec.Command(binary, "query", "--data-dir", dir, "--service", "api", "--from", "2026-11-21T16:00:00Z",
 		"--to", "2026-11-21T17:00:00Z", "--reverse", "--limit", "2", "--format", "ndjson").Output()
 	if err != nil || idsOf(t, string(out)) != "a29 a28" {
 		t.Fatalf("ingest query --reverse --limit 2 = %q (%v)", out, err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ingest/internal/ingestexec"
 )
 
 // readmeStep is one command of the README's walk-through and the output
@@ -101,7 +103,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			cmd := exec.Command("bash", "-c", cmdText)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
+			cmd.Env = ingestexec.Env()
 			out, err = cmd.CombinedOutput()
 			if (err == nil && outputMatches(string(out), st.want)) || posts || time.Now().After(deadline) {
 				break

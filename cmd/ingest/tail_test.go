@@ -3,17 +3,18 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"ingest/internal/ingestexec"
 )
 
 // TestTailCommand follows a running server with `ingest tail` and sees the
 // events posted afterwards that match its service and level, and only those.
 func TestTailCommand(t *testing.T) {
 	s := start(t, t.TempDir())
-	cmd := exec.Command(binary, "tail", "--service", "api", "--level", "error", "--server", s.url)
+	cmd := ingestexec.Command(binary, "tail", "--service", "api", "--level", "error", "--server", s.url)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
