@@ -147,6 +147,9 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 			Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm})
 	}
 	b.landedRetry = retry.Policy{Op: "resolve_unfinished_flush", Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm}
+	for _, p := range append(b.flushRetry, b.landedRetry) {
+		rm.Declare(p.Op)
+	}
 	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
 	for i := range b.stripes {

@@ -91,6 +91,16 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 			Name: "ingest_login_tables_deleted_total", Help: "Day tables deleted whole by the retention.",
 		}),
 	}
+	// The documented reasons exist at 0 from the start.
+	for _, r := range []string{"rejected", "bad_record"} {
+		s.m.deadLetters.WithLabelValues(r)
+	}
+	for _, r := range []string{"throttled", "transient", "table_not_found"} {
+		s.m.retries.WithLabelValues(r)
+	}
+	for _, r := range []string{"expired", "rejected", "bad_record"} {
+		s.m.dropped.WithLabelValues(r)
+	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{s.m.entities, s.m.transactions, s.m.requests, s.m.deadLetters, s.m.dropped, s.m.created, s.m.deleted} {
 			if err := reg.Register(c); err != nil {

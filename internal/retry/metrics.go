@@ -29,6 +29,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return &Metrics{retries: c}
 }
 
+// Declare makes op's series exist at 0 before its first retry, so that a
+// scrape (and an alert on its rate) sees it from the start.
+func (m *Metrics) Declare(op string) {
+	if m != nil {
+		m.retries.WithLabelValues(op)
+	}
+}
+
 func (m *Metrics) inc(op string) {
 	if m != nil {
 		m.retries.WithLabelValues(op).Inc()
