@@ -38,9 +38,14 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"ingest/blobsink"
 	"ingest/internal/azurite"
 	"ingest/internal/ingestexec"
 	"ingest/loadtest"
+	"ingest/query"
+	"ingest/storage"
 )
 
 type options struct {
@@ -255,6 +260,9 @@ func runKill9(bin, dir string, o options) bool {
 			}
 			rep := <-done
 			good, v := verdict(rep)
+			if v != nil && v.Lost > 0 {
+				explainLost(s, az, backend, v.LostSample)
+			}
 			if !s.stop() {
 				good = false
 			}
@@ -542,4 +550,49 @@ func check(err error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "faults:", err)
 	os.Exit(2)
+}
+
+// explainLost looks for lost ids in the blobs themselves, to tell an event
+// that was never stored from one the query did not find.
+func explainLost(s *server, az *azurite.Server, backend string, ids []string) {
+	var store blobsink.Store
+	var err error
+	if backend == "azurite" {
+		var c *azblob.Client
+		c, err = (&storage.Config{ConnString: az.ConnString()}).BlobClient()
+		if err == nil {
+			for _, a := range s.args {
+				if strings.HasPrefix(a, "kill9") {
+					store, err = blobsink.NewAzureStore(context.Background(), c, a)
+				}
+			}
+		}
+	} else {
+		store, err = blobsink.NewFileStore(filepath.Join(s.data, "blobs", "logs"))
+	}
+	if err != nil || store == nil {
+		fmt.Printf("  cannot open the store to look for lost ids: %v\n", err)
+		return
+	}
+	ctx := context.Background()
+	var blobs []blobsink.BlobInfo
+	_ = store.List(ctx, "", func(b blobsink.BlobInfo) error { blobs = append(blobs, b); return nil })
+	fmt.Printf("  %d blobs in the store\n", len(blobs))
+	for _, id := range ids {
+		where := "in no blob"
+		for _, b := range blobs {
+			rc, err := query.OpenBlob(ctx, store, b.Name)
+			if err != nil {
+				continue
+			}
+			data, _ := io.ReadAll(rc)
+			rc.Close()
+			if i := strings.Index(string(data), ";"+id+";"); i >= 0 {
+				line := string(data[strings.LastIndex(string(data[:i]), "\n")+1 : i])
+				where = fmt.Sprintf("in %s (size %d, metadata %v), line starts %q", b.Name, b.Size, b.Metadata, line)
+				break
+			}
+		}
+		fmt.Printf("  lost %s: %s\n", id, where)
+	}
 }
