@@ -95,9 +95,8 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 	for _, r := range []string{"rejected", "bad_record"} {
 		s.m.deadLetters.WithLabelValues(r)
 	}
-	for _, r := range []string{"throttled", "transient", "table_not_found"} {
-		s.m.retries.WithLabelValues(r)
-	}
+	s.retryMetrics.Declare(s.writeRetry.Op)
+	s.retryMetrics.Declare(s.throttleRetry.Op)
 	for _, r := range []string{"expired", "rejected", "bad_record"} {
 		s.m.dropped.WithLabelValues(r)
 	}

@@ -89,6 +89,34 @@ func (s *server) stop() int {
 	return code
 }
 
+// freePort is a loopback port free at the time of the call.
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := ingestexec.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// lockedBuffer is a standard error shared between a process and a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // run runs an ingest subcommand with the clean environment and returns its
 // combined output.
 func run(args ...string) ([]byte, error) {

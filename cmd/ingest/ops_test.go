@@ -271,8 +271,8 @@ func TestConfigFile(t *testing.T) {
 
 	serve := func(env ...string) (stop func()) {
 		t.Helper()
-		cmd := exec.Command(binary, "serve", "--config", cfg)
-		cmd.Env = append(append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING="), env...)
+		cmd := ingestexec.Command(binary, "serve", "--config", cfg)
+		cmd.Env = append(cmd.Env, env...)
 		var stderr lockedBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"ingest/internal/ingestexec"
 )
 
 func TestFormatVersion(t *testing.T) {
@@ -39,13 +41,13 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
-		out, err := exec.Command(bin, args...).CombinedOutput()
+		out, err := ingestexec.Command(bin, args...).CombinedOutput()
 		if err != nil || !regexp.MustCompile(`^ingest v9\.8\.7 \(commit 0123456789abcdef0123456789abcdef01234567\) go\d`).Match(out) {
 			t.Fatalf("ingest %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 	// The plain test binary says what it knows, never nothing.
-	out, err := exec.Command(binary, "--version").CombinedOutput()
+	out, err := ingestexec.Command(binary, "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "ingest ") || !strings.Contains(string(out), "(commit ") {
 		t.Fatalf("ingest --version: %v\n%s", err, out)
 	}

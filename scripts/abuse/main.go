@@ -20,7 +20,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,6 +30,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"ingest/internal/ingestexec"
 )
 
 func main() {
@@ -46,13 +47,11 @@ func main() {
 	dir, err := os.MkdirTemp("", "ingest-abuse-")
 	check(err)
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "ingest")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ingest")
-	build.Stderr = os.Stderr
-	check(build.Run())
+	bin, err := ingestexec.Build(dir, false)
+	check(err)
 	port := freePort()
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	srv := exec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
+	srv := ingestexec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
 	srv.Stderr = os.Stderr
 	check(srv.Start())
 	defer func() {
