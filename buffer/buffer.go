@@ -115,7 +115,10 @@ type keyBuf struct {
 type chunk struct {
 	data              []byte
 	firstLSN, lastLSN uint64
-	since             time.Time // when its first byte arrived
+	// skip is how many bytes of record firstLSN were stored before this
+	// chunk (by a flush a crash interrupted); data starts after them.
+	skip  int
+	since time.Time // when its first byte arrived
 }
 
 // due reports whether the key has a chunk to flush now: a full one, more
@@ -244,13 +247,14 @@ func (b *Buffer) insert(batch *Batch, lsn uint64) {
 	now := time.Now()
 	for i := range batch.groups {
 		g := &batch.groups[i]
-		b.addToKey(g.Stream, g.Key, g.Data, lsn, now)
+		b.addToKey(g.Stream, g.Key, g.Data, lsn, 0, now)
 	}
 }
 
 // addToKey appends one group's lines to its key's last chunk, or a new
 // one when that is full, and queues the key for flushing when it is due.
-func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, now time.Time) {
+// skip is for replay: bytes of record lsn stored already, before data.
+func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int, now time.Time) {
 	full := append(make([]byte, 0, 64), byte(stream))
 	full = append(full, key...)
 	st := b.stripeOf(full)
@@ -274,7 +278,7 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, now time.
 		last = kb.chunks[n-1]
 	}
 	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.cfg.FlushBytes) {
-		last = &chunk{data: b.chunkBuffer(len(data), last != nil), firstLSN: lsn, since: now}
+		last = &chunk{data: b.chunkBuffer(len(data), last != nil), firstLSN: lsn, skip: skip, since: now}
 		kb.chunks = append(kb.chunks, last)
 	}
 	last.data = append(last.data, data...)

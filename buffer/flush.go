@@ -112,7 +112,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	c := kb.chunks[0]
 	kb.chunks[0] = nil
 	kb.chunks = kb.chunks[1:]
-	data, upTo := c.data, c.lastLSN
+	data, first, skip, upTo := c.data, c.firstLSN, c.skip, c.lastLSN
 	kb.flushFrom = c.firstLSN
 	kb.flushing = true
 	kb.mu.Unlock()
@@ -123,7 +123,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		if b.wal == nil {
 			return nil
 		}
-		_, err := b.wal.Append(encodeIntent(kb.stream, kb.key, upTo, stored, intent), nil)
+		_, err := b.wal.Append(encodeIntent(kb.stream, kb.key, first, upTo, skip+stored, intent), nil)
 		return err
 	}
 	start := time.Now()

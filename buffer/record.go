@@ -10,6 +10,12 @@ const (
 	recBatch  = 1 // groups of lines: stream, key, data
 	recIntent = 2 // a flush is about to write: stream, key, upTo LSN, bytes already stored, sink's intent
 	recDone   = 3 // a flush finished: stream, key, upTo LSN
+	// recFlush replaces recIntent: stream, key, first LSN, upTo LSN, bytes
+	// already stored counted from the start of record first's data, sink's
+	// intent. A flush after a restart may begin inside a record (the rest
+	// of a flush the crash interrupted); counting from the record's start
+	// keeps the count true across any number of restarts.
+	recFlush = 4
 )
 
 // appendStreamKey encodes a group's stream and length-prefixed key.
@@ -31,10 +37,11 @@ func encodeBatch(dst []byte, b *Batch) []byte {
 	return dst
 }
 
-func encodeIntent(stream Stream, key string, upTo uint64, stored int, intent []byte) []byte {
-	dst := make([]byte, 0, 32+len(key)+len(intent))
-	dst = append(dst, recIntent)
+func encodeIntent(stream Stream, key string, first, upTo uint64, stored int, intent []byte) []byte {
+	dst := make([]byte, 0, 40+len(key)+len(intent))
+	dst = append(dst, recFlush)
 	dst = appendStreamKey(dst, stream, []byte(key))
+	dst = binary.AppendUvarint(dst, first)
 	dst = binary.AppendUvarint(dst, upTo)
 	dst = binary.AppendUvarint(dst, uint64(stored))
 	return append(dst, intent...)

@@ -20,12 +20,24 @@ type pendingKey struct {
 type pendingRecord struct {
 	lsn  uint64
 	data []byte
+	skip int // bytes cut from the front of the record's data: stored already
 }
 
 type pendingIntent struct {
+	first  uint64 // LSN of the flush's first record; 0 for the old record type
 	upTo   uint64
-	stored int // bytes of that flush stored before this intent was written
+	stored int // bytes stored before this intent was written, from the start of record first (old type: of the flush)
 	body   []byte
+}
+
+// dropBefore forgets the records before LSN first: a flush starting at
+// first means every earlier byte of the key was stored.
+func (p *pendingKey) dropBefore(first uint64) {
+	i := 0
+	for i < len(p.records) && p.records[i].lsn < first {
+		i++
+	}
+	p.records = p.records[i:]
 }
 
 // dropThrough forgets the records up to and including LSN upTo.
@@ -47,6 +59,7 @@ func (p *pendingKey) dropBytes(n int, upTo uint64) {
 			continue
 		}
 		c.data = c.data[n:]
+		c.skip += n
 		n = 0
 	}
 }
@@ -101,6 +114,8 @@ func (b *Buffer) readRecord(keys pendingKeys, lsn uint64, payload []byte) error 
 		}
 	case recIntent:
 		readIntent(keys, &r)
+	case recFlush:
+		readFlush(keys, &r)
 	case recDone:
 		readDone(keys, &r)
 	default:
@@ -146,6 +161,20 @@ func readIntent(keys pendingKeys, r *reader) {
 	p.intent = &pendingIntent{upTo: upTo, stored: int(stored), body: append([]byte(nil), body...)}
 }
 
+// readFlush makes a flush record its key's unfinished flush. A later one
+// replaces an earlier one: the earlier flush either finished or was resumed
+// by this one, which says where it starts.
+func readFlush(keys pendingKeys, r *reader) {
+	stream, key := r.key()
+	first, upTo, stored := r.uvarint(), r.uvarint(), r.uvarint()
+	body := r.b
+	if r.err != nil {
+		return
+	}
+	p := keys.get(stream, key)
+	p.intent = &pendingIntent{first: first, upTo: upTo, stored: int(stored), body: append([]byte(nil), body...)}
+}
+
 // readDone forgets what a finished flush stored.
 func readDone(keys pendingKeys, r *reader) {
 	stream, key := r.key()
@@ -166,6 +195,9 @@ func readDone(keys pendingKeys, r *reader) {
 func (b *Buffer) requeue(ctx context.Context, keys pendingKeys) (resolved, bytes int, err error) {
 	now := time.Now()
 	for _, p := range keys {
+		if in := p.intent; in != nil {
+			p.dropBefore(in.first)
+		}
 		if in := p.intent; in != nil && len(p.records) > 0 && p.records[0].lsn <= in.upTo {
 			n, err := b.landed(ctx, p, in)
 			if err != nil {
@@ -179,7 +211,7 @@ func (b *Buffer) requeue(ctx context.Context, keys pendingKeys) (resolved, bytes
 				continue
 			}
 			b.budget.Force(int64(len(c.data)))
-			b.addToKey(p.stream, []byte(p.key), c.data, c.lsn, now)
+			b.addToKey(p.stream, []byte(p.key), c.data, c.lsn, c.skip, now)
 			bytes += len(c.data)
 		}
 	}

@@ -59,6 +59,9 @@ type options struct {
 	configs []string
 }
 
+// serverLogLevel is the servers' --log-level (their logs are kept with --keep).
+var serverLogLevel = "warn"
+
 func main() {
 	var o options
 	pflag.BoolVar(&o.quick, "quick", false, "the short variant: 3 kill cycles, a 10 s outage, a 2-minute soak")
@@ -69,6 +72,7 @@ func main() {
 	pflag.Float64Var(&o.rate, "rate", 5000, "events/s of the kill -9 and outage load (open loop)")
 	pflag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (data, logs) for inspection")
 	configs := pflag.String("kill9-configs", "embedded-wal,embedded-flush,azurite-wal,azurite-flush", "kill -9 configurations: backend-ack")
+	pflag.StringVar(&serverLogLevel, "server-log-level", serverLogLevel, "--log-level of the servers under test")
 	pflag.Parse()
 	if o.quick {
 		if !pflag.CommandLine.Changed("cycles") {
@@ -138,7 +142,7 @@ func newServer(bin, dir, name string, args ...string) *server {
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	check(err)
 	return &server{bin: bin, data: data, port: port, log: log,
-		args: append([]string{"--data-dir", data, "--log-level", "warn"}, args...)}
+		args: append([]string{"--data-dir", data, "--log-level", serverLogLevel}, args...)}
 }
 
 func (s *server) start() {
