@@ -66,6 +66,9 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 		m.flushErrors.WithLabelValues(name)
 		m.flushBytes.WithLabelValues(name)
 	}
+	for _, reason := range []string{"disk", "max_bytes"} {
+		m.walRefused.WithLabelValues(reason)
+	}
 	if reg != nil {
 		reg.MustRegister(m.full, m.refusedFailing, m.flushes, m.flushErrors, m.flushBytes, m.flushSeconds, m.walSync, m.walGroup,
 			m.walSegments, m.walSegmentsRemoved, m.keys, m.walRefused,

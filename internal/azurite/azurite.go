@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,6 +36,7 @@ type Server struct {
 	BlobPort, TablePort int
 	cmd                 *exec.Cmd
 	stderr              bytes.Buffer
+	exited              chan struct{}
 }
 
 // ConnString is a connection string for the server's blob and table services.
@@ -70,8 +72,24 @@ func Binary() (string, error) {
 
 // Start launches Azurite and waits until its ports accept connections.
 // extra are more Azurite options (for example "--oauth", "basic", "--cert",
-// FILE, "--key", FILE for token authentication over HTTPS).
+// FILE, "--key", FILE for token authentication over HTTPS). A port taken
+// by someone else between choosing it and Azurite binding it means another
+// try on other ports.
 func Start(extra ...string) (*Server, error) {
+	var err error
+	for range 3 {
+		var s *Server
+		if s, err = start(extra); err == nil {
+			return s, nil
+		}
+		if !strings.Contains(err.Error(), "EADDRINUSE") {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func start(extra []string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -80,7 +98,7 @@ func Start(extra ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{BlobPort: ports[0], TablePort: ports[1]}
+	s := &Server{BlobPort: ports[0], TablePort: ports[1], exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, append([]string{
 		"--blobHost", "127.0.0.1", "--tableHost", "127.0.0.1", "--queueHost", "127.0.0.1",
 		"--blobPort", strconv.Itoa(ports[0]), "--tablePort", strconv.Itoa(ports[1]), "--queuePort", strconv.Itoa(ports[2]),
@@ -90,6 +108,7 @@ func Start(extra ...string) (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start Azurite: %w", err)
 	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	// Generous: on a loaded machine Node.js takes long to start.
 	deadline := time.Now().Add(90 * time.Second)
 	for _, port := range ports[:2] {
@@ -98,6 +117,11 @@ func Start(extra ...string) (*Server, error) {
 			if err == nil {
 				c.Close()
 				break
+			}
+			select {
+			case <-s.exited:
+				return nil, fmt.Errorf("cannot start Azurite: it exited (%s): %s", s.cmd.ProcessState, s.stderr.String())
+			default:
 			}
 			if time.Now().After(deadline) {
 				s.Stop()
@@ -116,13 +140,11 @@ func (s *Server) Stop() {
 	}
 	pgid := -s.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
-		<-done
+		<-s.exited
 	}
 	s.cmd = nil
 }
