@@ -387,11 +387,15 @@ func runSoak(bin, dir string, o options) bool {
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
 	var final *loadtest.Report
+	loadEnd := begin.Add(d)
 	for final == nil {
 		select {
 		case final = <-done:
 			continue
 		case <-tick.C:
+		}
+		if time.Now().After(loadEnd) {
+			continue // reading back (--verify): not the load being soaked
 		}
 		text, err := get(s.url() + "/metrics")
 		if err != nil {
@@ -407,6 +411,8 @@ func runSoak(bin, dir string, o options) bool {
 		samples = append(samples, sample{float64(rss), g, float64(fds), float64(wal)})
 		fmt.Printf("%6.0f %9.1f %10.0f %10d %10.1f %12.1f %12.0f\n", time.Since(begin).Seconds(), float64(rss)/(1<<20), g, fds, float64(wal)/(1<<20), p99*1000, eps)
 	}
+	peak, _ := s.p.Status("VmHWM")
+	fmt.Printf("  peak RSS %.0f MiB, including the read-back of every event (GET /v1/logs, limit=0)\n", float64(peak)/(1<<20))
 	good, v := verdict(final)
 	if !s.stop() {
 		good = false
