@@ -459,8 +459,7 @@ func TestHealthcheckHTTPS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := selfSignedCert(t, dir)
 	port := strconv.Itoa(freePort(t))
-	cmd := exec.Command(binary, "serve", "--listen", "127.0.0.1:"+port, "--data-dir", filepath.Join(dir, "data"), "--tls-cert", cert, "--tls-key", key)
-	cmd.Env = append(os.Environ(), "AZURE_STORAGE_CONNECTION_STRING=")
+	cmd := ingestexec.Command(binary, "serve", "--listen", "127.0.0.1:"+port, "--data-dir", filepath.Join(dir, "data"), "--tls-cert", cert, "--tls-key", key)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -470,14 +469,14 @@ func TestHealthcheckHTTPS(t *testing.T) {
 	var out []byte
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if out, err = exec.Command(binary, "healthcheck", "--https", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
+		if out, err = ingestexec.Command(binary, "healthcheck", "--https", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
 			break
 		}
 	}
 	if err != nil {
 		t.Fatalf("healthcheck --https against a TLS server: %v\n%s\nserver log:\n%s", err, out, stderr.String())
 	}
-	if out, err := exec.Command(binary, "healthcheck", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
+	if out, err := ingestexec.Command(binary, "healthcheck", "--listen", "127.0.0.1:"+port).CombinedOutput(); err == nil {
 		t.Fatalf("plain-HTTP healthcheck against the TLS port succeeded: %s", out)
 	}
 }
