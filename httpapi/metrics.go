@@ -16,6 +16,9 @@ type metrics struct {
 	tailDropped    prometheus.Counter
 	unauthorized   prometheus.Counter
 	reloads        *prometheus.CounterVec
+
+	connsRefused      *prometheus.CounterVec
+	connsRefusedPerIP prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,9 +39,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		unauthorized:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_unauthorized_total", Help: "Requests refused (401) for a missing or unknown bearer token."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_reloads_total",
 			Help: "Re-reads of the tokens file and TLS certificate (SIGHUP), by result (ok, error: the previous ones stay)."}, []string{"result"}),
+		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_conns_refused_total",
+			Help: "Connections refused at accept time, by reason (per_ip: --max-conns-per-ip; answered 429 over HTTP, closed under TLS)."}, []string{"reason"}),
 	}
+	m.connsRefusedPerIP = m.connsRefused.WithLabelValues("per_ip")
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
+		reg.MustRegister(m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m
 }

@@ -154,7 +154,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,
 		Concurrency:           cfg.MaxConns,
-		MaxConnsPerIP:         cfg.MaxConnsPerIP,
 		MaxRequestBodySize:    int(cfg.MaxBodyBytes),
 		StreamRequestBody:     true,
 		ReadBufferSize:        int(cfg.MaxHeaderBytes), // also the largest header fasthttp reads
@@ -204,8 +203,17 @@ func (s *Server) Listen() (net.Addr, error) {
 		return nil, fmt.Errorf("cannot listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
+	if s.cfg.MaxConnsPerIP > 0 {
+		// Ours, not fasthttp's MaxConnsPerIP (see perIPListener), and
+		// beneath TLS so a refused connection costs no handshake.
+		refuse := refuseHTTP
+		if s.certs != nil {
+			refuse = refuseClose
+		}
+		s.ln = newPerIPListener(s.ln, s.cfg.MaxConnsPerIP, refuse, s.met.connsRefusedPerIP.Inc)
+	}
 	if s.certs != nil {
-		s.ln = tls.NewListener(ln, s.certs.config())
+		s.ln = tls.NewListener(s.ln, s.certs.config())
 	}
 	return ln.Addr(), nil
 }

@@ -419,4 +419,19 @@ func TestConnectionLimitsPerIP(t *testing.T) {
 	if got := get(other); !strings.HasPrefix(got, "HTTP/1.1 200") {
 		t.Fatalf("a connection from 127.0.0.3: %q, want 200", got)
 	}
+	// The refusal is counted (scraped from 127.0.0.4, under no limit yet).
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 4)}}).DialContext}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `ingest_conns_refused_total{reason="per_ip"} 1`; !strings.Contains(string(body), want+"\n") {
+		t.Errorf("/metrics after one refused connection has no %s", want)
+	}
 }
