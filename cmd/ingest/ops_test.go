@@ -435,3 +435,46 @@ func TestConnectionLimitsPerIP(t *testing.T) {
 		t.Errorf("/metrics after one refused connection has no %s", want)
 	}
 }
+
+// TestConnectionLimitsPerIPTLS: with TLS, a connection past
+// --max-conns-per-ip is closed before the handshake (nothing can be said
+// in HTTP before it); the one open keeps working.
+func TestConnectionLimitsPerIPTLS(t *testing.T) {
+	certDir := t.TempDir()
+	certFile, keyFile := filepath.Join(certDir, "cert.pem"), filepath.Join(certDir, "key.pem")
+	selfSigned(t, certFile, keyFile, 1)
+	s := start(t, t.TempDir(), "--tls-cert", certFile, "--tls-key", keyFile, "--max-conns-per-ip", "1")
+	addr := strings.TrimPrefix(s.url, "https://")
+	d := &tls.Dialer{
+		NetDialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 10 * time.Second},
+		Config:    &tls.Config{InsecureSkipVerify: true},
+	}
+	healthz := func(c net.Conn) string {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return err.Error()
+		}
+		b := make([]byte, 512)
+		n, err := c.Read(b)
+		if n == 0 {
+			return fmt.Sprint(err)
+		}
+		return string(b[:n])
+	}
+	first, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("a TLS connection within the limit: %v", err)
+	}
+	defer first.Close()
+	if got := healthz(first); !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("a TLS connection within the limit: %q", got)
+	}
+	if second, err := d.Dial("tcp", addr); err == nil {
+		second.Close()
+		t.Fatal("a TLS connection past --max-conns-per-ip 1 completed its handshake, want it closed")
+	}
+	if got := healthz(first); !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("the TLS connection within the limit stopped working: %q", got)
+	}
+}
