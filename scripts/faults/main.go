@@ -11,9 +11,10 @@
 //	outage  Azurite stopped (SIGSTOP: blob and table service) for --outage
 //	        (30 s) under steady load: lost, duplicated, longest answer, peak
 //	        RSS against the memory budget, time to drain the backlog.
-//	soak    --minutes (30) at half the measured capacity, printing RSS,
-//	        goroutines, open files, WAL bytes and the server's p99 every 10 s,
-//	        and whether they stayed flat.
+//	soak    --minutes (30) at half the measured capacity, printing RSS
+//	        (anonymous, and file-backed apart), goroutines, open files, WAL
+//	        bytes and the server's p99 every 10 s, and whether they stayed
+//	        flat.
 //
 // The exit status is 1 when any run lost or duplicated an event, or a
 // request went unanswered.
@@ -379,7 +380,11 @@ func runSoak(bin, dir string, o options) bool {
 		check(err)
 		done <- rep
 	}()
-	fmt.Printf("%6s %9s %10s %10s %10s %12s %12s\n", "t s", "RSS MiB", "goroutines", "open files", "WAL MiB", "p99 ms post", "events/s")
+	// RSS is judged on its anonymous part (the heap, stacks, buffers): the
+	// file-backed part is mostly bbolt's memory map of the login tables,
+	// which grows with the data and is given back to the page cache under
+	// pressure, so it is shown but not held to "flat".
+	fmt.Printf("%6s %9s %9s %10s %10s %10s %12s %12s\n", "t s", "anon MiB", "file MiB", "goroutines", "open files", "WAL MiB", "p99 ms post", "events/s")
 	type sample struct{ rss, goroutines, fds, wal float64 }
 	var samples []sample
 	var prev []byte
@@ -402,14 +407,15 @@ func runSoak(bin, dir string, o options) bool {
 			fmt.Printf("  cannot read /metrics: %v\n", err)
 			continue
 		}
-		rss, _ := s.p.Status("VmRSS")
+		rss, _ := s.p.Status("RssAnon")
+		fileRSS, _ := s.p.Status("RssFile")
 		fds, _ := s.p.OpenFiles()
 		g, _ := ingestexec.Metric(text, "go_goroutines")
 		wal := dirBytes(filepath.Join(s.data, "wal"))
 		p99, eps := windowStats(prev, text)
 		prev = text
 		samples = append(samples, sample{float64(rss), g, float64(fds), float64(wal)})
-		fmt.Printf("%6.0f %9.1f %10.0f %10d %10.1f %12.1f %12.0f\n", time.Since(begin).Seconds(), float64(rss)/(1<<20), g, fds, float64(wal)/(1<<20), p99*1000, eps)
+		fmt.Printf("%6.0f %9.1f %9.1f %10.0f %10d %10.1f %12.1f %12.0f\n", time.Since(begin).Seconds(), float64(rss)/(1<<20), float64(fileRSS)/(1<<20), g, fds, float64(wal)/(1<<20), p99*1000, eps)
 	}
 	peak, _ := s.p.Status("VmHWM")
 	fmt.Printf("  peak RSS %.0f MiB, including the read-back of every event (GET /v1/logs, limit=0)\n", float64(peak)/(1<<20))
@@ -439,7 +445,7 @@ func runSoak(bin, dir string, o options) bool {
 			f     func(sample) float64
 			slack float64
 		}{
-			{"RSS", func(s sample) float64 { return s.rss }, 32 << 20},
+			{"anon RSS", func(s sample) float64 { return s.rss }, 32 << 20},
 			{"goroutines", func(s sample) float64 { return s.goroutines }, 20},
 			{"open files", func(s sample) float64 { return s.fds }, 10},
 			{"WAL bytes", func(s sample) float64 { return s.wal }, 64 << 20},
