@@ -31,6 +31,40 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// headless starts the browser for one test, with the flags this machine's
+// closed network needs, and ends it when the test ends (90 s at most). Its
+// profile directory is removed only after the browser has exited: Chromium's
+// helper processes may still write there for a moment after the browser is
+// told to stop, which made t.TempDir's own cleanup fail now and then.
+func headless(t *testing.T, browser string, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "ingest-page-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(profile),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
+	actx, cancelA := chromedp.NewExecAllocator(ctx, append(opts, extra...)...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelB()
+		cancelA() // waits for the browser process to exit
+		cancel()
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("cannot remove the browser profile %s: %v", profile, err)
+	})
+	return bctx
+}
+
 // TestQueryPage drives the query page in headless Chromium against the real
 // binary, as a person would: open a link with service, range and level, see
 // the stored events and the histogram, expand a row, switch live on and see
@@ -74,17 +108,7 @@ func TestQueryPage(t *testing.T) {
 	s.waitDrained()
 	wantRows := want["warn"] + want["error"] + want["fatal"]
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 860))
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
+	bctx := headless(t, browser, chromedp.WindowSize(1280, 860))
 
 	link := s.url + "/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&level=warn"
 	var status, legend, firstRow, detail, service, level string
@@ -207,16 +231,7 @@ func TestQueryPageAsksForToken(t *testing.T) {
 	resp.Body.Close()
 	s.waitDrained()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true))
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
+	bctx := headless(t, browser)
 	var status, row string
 	err = chromedp.Run(bctx,
 		chromedp.Navigate(s.url+"/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z"),
