@@ -107,6 +107,21 @@ func storageFlags(fs *pflag.FlagSet) *storage.Config {
 }
 
 // tableSink builds the login sink for the read-side commands.
+// openTableSink opens the backend read-write and a table sink over it, for
+// the commands that read or maintain the login tables themselves (no server
+// runs on this --data-dir); release closes the backend.
+func openTableSink(ctx context.Context, scfg *storage.Config, tcfg tablesink.Config) (sink *tablesink.Sink, release func(), err error) {
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sink, err = tableSink(be, tcfg); err != nil {
+		be.close()
+		return nil, nil, err
+	}
+	return sink, be.close, nil
+}
+
 func tableSink(b *backend, cfg tablesink.Config) (*tablesink.Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -190,15 +190,11 @@ func runLogins(args []string) error {
 			return err
 		}
 	} else {
-		be, err := openBackend(ctx, scfg, true)
+		sink, closeSink, err := openTableSink(ctx, scfg, tcfg)
 		if err != nil {
 			return err
 		}
-		defer be.close()
-		sink, err := tableSink(be, tcfg)
-		if err != nil {
-			return err
-		}
+		defer closeSink()
 		attempts, err := sink.Tail(ctx, user, *days, *limit)
 		if err != nil {
 			return err
@@ -329,15 +325,11 @@ func runRetention(args []string) error {
 		err = srv.retention(*dry, &ans)
 		deleted, retentionDays = ans.Tables, ans.RetentionDays
 	} else {
-		be, err2 := openBackend(ctx, scfg, true)
+		sink, closeSink, err2 := openTableSink(ctx, scfg, tcfg)
 		if err2 != nil {
 			return err2
 		}
-		defer be.close()
-		sink, err2 := tableSink(be, tcfg)
-		if err2 != nil {
-			return err2
-		}
+		defer closeSink()
 		deleted, err = sink.Maintain(ctx, *dry)
 	}
 	verb := "deleted"
