@@ -51,11 +51,13 @@ func TestStalledUploadsDoNotStarveOthers(t *testing.T) {
 		}
 		stalledUpload(t, f.addr, declared, sent)
 	}
-	// Wait until the server has read what every stalled upload sent.
+	// Wait until the server has read (nearly) what every stalled upload
+	// sent: a chunked body's last piece may stay in fasthttp's reader until
+	// the chunk's end arrives, so each upload may hold one step less.
 	deadline := time.Now().Add(20 * time.Second)
-	for f.srv.inflight.Used() < stalled*sent {
+	for least := int64(stalled * (sent - readStep)); f.srv.inflight.Used() < least; {
 		if time.Now().After(deadline) {
-			t.Fatalf("the server holds %d bytes for the stalled uploads, want at least %d", f.srv.inflight.Used(), stalled*sent)
+			t.Fatalf("the server holds %d bytes for the stalled uploads, want at least %d", f.srv.inflight.Used(), least)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
