@@ -59,22 +59,46 @@ footer{color:#9ca3af;font-size:12px;padding:24px 0 40px}
 // WriteHTML writes the report as a self-contained HTML page with charts.
 func (r *Report) WriteHTML(w io.Writer) error {
 	var b strings.Builder
+	htmlHeader(&b, r)
+	kpiSection(&b, r)
+	throughputSection(&b, r)
+	latencySection(&b, r)
+	distributionSection(&b, r)
+	if pr := r.Partitions; pr != nil {
+		partitionSection(&b, pr)
+	}
+	if v := r.Verify; v != nil || r.VerifyErr != "" {
+		verifySection(&b, v, r.VerifyErr)
+	}
+	summarySection(&b, r)
+	fmt.Fprintf(&b, "<footer>ingest loadtest &middot; run %s &middot; %s</footer>\n", html.EscapeString(r.RunID), r.End.UTC().Format("2006-01-02 15:04:05 UTC"))
+	b.WriteString("</main></body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// htmlHeader writes the document head and the page header with the run's
+// parameters.
+func htmlHeader(b *strings.Builder, r *Report) {
 	e := html.EscapeString
 	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
 	b.WriteString(`<meta name="viewport" content="width=device-width,initial-scale=1">`)
-	fmt.Fprintf(&b, "<title>ingest loadtest %s</title>\n<style>%s</style></head><body>\n", e(r.RunID), pageCSS)
+	fmt.Fprintf(b, "<title>ingest loadtest %s</title>\n<style>%s</style></head><body>\n", e(r.RunID), pageCSS)
 
-	fmt.Fprintf(&b, `<header><div class="wrap"><h1>ingest load test</h1><div class="sub">run <code>%s</code> against <code>%s</code> &middot; %s &middot; %d workers &middot; batch %d &middot; %s &middot; %s, %.1fs`,
+	fmt.Fprintf(b, `<header><div class="wrap"><h1>ingest load test</h1><div class="sub">run <code>%s</code> against <code>%s</code> &middot; %s &middot; %d workers &middot; batch %d &middot; %s &middot; %s, %.1fs`,
 		e(r.RunID), e(r.Target), e(r.Mode), r.Concurrency, r.Batch, e(r.Encoding), r.Start.UTC().Format("2006-01-02 15:04:05 UTC"), r.Seconds)
 	if r.Interrupted {
 		b.WriteString(" &middot; <b>interrupted</b>")
 	}
 	b.WriteString("</div></div></header>\n<main class=\"wrap\">\n")
+}
 
-	// Headline numbers.
+// kpiSection writes the headline numbers.
+func kpiSection(b *strings.Builder, r *Report) {
+	e := html.EscapeString
 	b.WriteString(`<div class="kpis">`)
 	kpi := func(label, value, sub, class string) {
-		fmt.Fprintf(&b, `<div class="kpi"><div class="l">%s</div><div class="v %s">%s</div><div class="s">%s</div></div>`, label, class, value, sub)
+		fmt.Fprintf(b, `<div class="kpi"><div class="l">%s</div><div class="v %s">%s</div><div class="s">%s</div></div>`, label, class, value, sub)
 	}
 	kpi("Throughput", short(r.EventsPerSec), "events/s accepted", "")
 	kpi("Events", short(float64(r.EventsAccepted)), "accepted of "+short(float64(r.EventsSent))+" sent", "")
@@ -86,32 +110,40 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	kpi("Errors", human(r.Errors), fmt.Sprintf("failed requests &middot; %s retried after 429/503", human(r.Retry429+r.Retry503)), errClass)
 	kpi("Bandwidth", fmt.Sprintf("%.0f MB/s", r.MBPerSecRaw), fmt.Sprintf("raw &middot; %.0f MB/s on the wire", r.MBPerSecWire), "")
 	b.WriteString("</div>\n")
+}
 
-	// Throughput over time.
+// throughputSection writes the throughput-over-time card.
+func throughputSection(b *strings.Builder, r *Report) {
 	b.WriteString(`<div class="card"><h2>Throughput</h2><div class="hint">Accepted events per second; the dashed line is the run's mean`)
 	if r.Rate > 0 {
 		b.WriteString(", the dotted one the target rate")
 	}
 	b.WriteString("; red marks are seconds with errors.</div>")
-	throughputChart(&b, r)
+	throughputChart(b, r)
 	b.WriteString("</div>\n")
+}
 
-	// Latency over time.
+// latencySection writes the latency-over-time card.
+func latencySection(b *strings.Builder, r *Report) {
 	b.WriteString(`<div class="card"><h2>Latency over time</h2><div class="hint">Per second, measured from each request's intended send time (so stalls are not hidden by coordinated omission). Log scale.</div>`)
 	b.WriteString(`<div class="legend"><span><i style="background:` + colBlue + `"></i>p50</span><span><i style="background:` + colOrange + `"></i>p99</span><span><i style="background:` + colRed + `"></i>max</span></div>`)
-	latencyChart(&b, r)
+	latencyChart(b, r)
 	b.WriteString("</div>\n")
+}
 
-	// Histogram and status side by side.
+// distributionSection writes the latency histogram beside the percentile
+// and answer tables.
+func distributionSection(b *strings.Builder, r *Report) {
+	e := html.EscapeString
 	b.WriteString(`<div class="row"><div class="card"><h2>Latency distribution</h2><div class="hint">Requests per latency bucket (four buckets per decade).</div>`)
-	histogramChart(&b, r)
+	histogramChart(b, r)
 	b.WriteString(`</div><div class="card"><h2>Latency percentiles</h2>`)
 	b.WriteString(`<table><tr><th>percentile</th><th class="n">latency</th></tr>`)
 	for _, p := range []struct {
 		n string
 		v float64
 	}{{"p50", r.Latency.P50}, {"p90", r.Latency.P90}, {"p99", r.Latency.P99}, {"p99.9", r.Latency.P999}, {"max", r.Latency.Max}, {"mean", r.Latency.Mean}} {
-		fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, p.n, e(ms(p.v)))
+		fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td></tr>`, p.n, e(ms(p.v)))
 	}
 	b.WriteString(`</table><h2 style="margin-top:16px">Answers</h2><table><tr><th>status</th><th class="n">requests</th></tr>`)
 	for _, k := range sortedKeys(r.Status) {
@@ -122,21 +154,16 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		case strings.HasPrefix(k, "4"):
 			cls = "p4"
 		}
-		fmt.Fprintf(&b, `<tr><td><span class="pill %s">%s</span></td><td class="n">%s</td></tr>`, cls, e(k), human(r.Status[k]))
+		fmt.Fprintf(b, `<tr><td><span class="pill %s">%s</span></td><td class="n">%s</td></tr>`, cls, e(k), human(r.Status[k]))
 	}
-	fmt.Fprintf(&b, `<tr><td>429 honoured (retried)</td><td class="n">%s</td></tr><tr><td>503 honoured (retried)</td><td class="n">%s</td></tr>`, human(r.Retry429), human(r.Retry503))
+	fmt.Fprintf(b, `<tr><td>429 honoured (retried)</td><td class="n">%s</td></tr><tr><td>503 honoured (retried)</td><td class="n">%s</td></tr>`, human(r.Retry429), human(r.Retry503))
 	b.WriteString("</table></div></div>\n")
+}
 
-	if pr := r.Partitions; pr != nil {
-		partitionSection(&b, pr)
-	}
-	if v := r.Verify; v != nil || r.VerifyErr != "" {
-		verifySection(&b, v, r.VerifyErr)
-	}
-
-	// Summary.
+// summarySection writes the table of totals.
+func summarySection(b *strings.Builder, r *Report) {
 	b.WriteString(`<div class="card"><h2>Summary</h2><table>`)
-	row := func(k, v string) { fmt.Fprintf(&b, `<tr><td>%s</td><td class="n">%s</td></tr>`, k, v) }
+	row := func(k, v string) { fmt.Fprintf(b, `<tr><td>%s</td><td class="n">%s</td></tr>`, k, v) }
 	row("events sent", human(r.EventsSent))
 	row("events accepted", human(r.EventsAccepted))
 	row("events rejected (bad lines, 4xx)", human(r.EventsRejected))
@@ -145,14 +172,10 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	row("requests", human(r.Requests))
 	row("events/s accepted", human(int64(r.EventsPerSec)))
 	row("raw bytes (uncompressed)", fmt.Sprintf("%s &middot; %.1f MB/s", bytesHuman(r.BytesRaw), r.MBPerSecRaw))
-	row("bytes on the wire ("+e(r.Encoding)+")", fmt.Sprintf("%s &middot; %.1f MB/s", bytesHuman(r.BytesWire), r.MBPerSecWire))
+	row("bytes on the wire ("+html.EscapeString(r.Encoding)+")", fmt.Sprintf("%s &middot; %.1f MB/s", bytesHuman(r.BytesWire), r.MBPerSecWire))
 	row("mean message size", fmt.Sprintf("%d bytes (long-tailed)", r.EventSize))
 	row("seed", fmt.Sprint(r.Seed))
 	b.WriteString("</table></div>\n")
-	fmt.Fprintf(&b, "<footer>ingest loadtest &middot; run %s &middot; %s</footer>\n", e(r.RunID), r.End.UTC().Format("2006-01-02 15:04:05 UTC"))
-	b.WriteString("</main></body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // plot maps data to an SVG viewport with margins.

@@ -106,10 +106,24 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		cfg.Seed = time.Now().UnixNano()
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
-	c := generate(&cfg, rng)
+	r := newRunner(&cfg, generate(&cfg, rng), tgt)
+	defer r.hc.CloseIdleConnections()
 
-	r := &runner{
-		cfg: &cfg,
+	main, attack := r.streams()
+	end := r.send(ctx, progress, main, attack)
+
+	rep := r.report(end)
+	rep.Interrupted = ctx.Err() != nil
+	rep.Partitions = r.partitions(rep.Seconds)
+	if cfg.Verify {
+		r.verifyInto(ctx, rep, end)
+	}
+	return rep, writeReports(&cfg, rep)
+}
+
+func newRunner(cfg *Config, c *corpus, tgt target) *runner {
+	return &runner{
+		cfg: cfg,
 		c:   c,
 		st:  newStats(),
 		hc: &fasthttp.HostClient{
@@ -127,10 +141,14 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		logsURI:   tgt.base + "/v1/logs",
 		loginsURI: tgt.base + "/v1/logins",
 	}
-	defer r.hc.CloseIdleConnections()
+}
 
-	main := &stream{id: streamMain, batch: cfg.Batch, maxTickets: -1, loginsRatio: cfg.LoginsRatio}
-	if len(c.logins) == 0 {
+// streams returns the main stream and, when the corpus has attack
+// templates, the attack stream (nil otherwise).
+func (r *runner) streams() (main, attack *stream) {
+	cfg := r.cfg
+	main = &stream{id: streamMain, batch: cfg.Batch, maxTickets: -1, loginsRatio: cfg.LoginsRatio}
+	if len(r.c.logins) == 0 {
 		main.loginsRatio = 0
 	}
 	if cfg.Rate > 0 {
@@ -140,22 +158,27 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		main.maxTickets = (cfg.Events + int64(cfg.Batch) - 1) / int64(cfg.Batch)
 		main.lastN = int(cfg.Events - (main.maxTickets-1)*int64(cfg.Batch))
 	}
-	var attack *stream
-	if len(c.attack) > 0 {
-		ab := attackBatch(&cfg)
+	if len(r.c.attack) > 0 {
+		ab := attackBatch(cfg)
 		attack = &stream{id: streamAttack, batch: ab, maxTickets: -1, attack: true, intervalNs: float64(ab) / cfg.AttackRate * 1e9}
 	}
+	return main, attack
+}
 
+// send runs the workers of both streams and the progress ticker until the
+// main stream ends (the attack stream stops with it) and returns the end
+// time.
+func (r *runner) send(ctx context.Context, progress io.Writer, main, attack *stream) time.Time {
 	r.start = time.Now()
-	if cfg.Events == 0 {
-		r.deadline = r.start.Add(cfg.Duration)
+	if r.cfg.Events == 0 {
+		r.deadline = r.start.Add(r.cfg.Duration)
 	}
 	tickDone := make(chan struct{})
 	tickStopped := make(chan struct{})
 	go r.ticker(progress, tickDone, tickStopped)
 
 	var wg sync.WaitGroup
-	for range cfg.Concurrency {
+	for range r.cfg.Concurrency {
 		wg.Go(func() { r.worker(ctx, main) })
 	}
 	var awg sync.WaitGroup
@@ -170,34 +193,36 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	end := time.Now()
 	close(tickDone)
 	<-tickStopped
+	return end
+}
 
-	rep := r.report(end)
-	rep.Interrupted = ctx.Err() != nil
-
-	pr := r.partitions(rep.Seconds)
-	rep.Partitions = pr
-	if cfg.Verify {
-		if ctx.Err() != nil {
-			rep.VerifyErr = "skipped: the run was interrupted"
-		} else {
-			v, err := r.verify(ctx, end)
-			rep.Verify = v
-			if err != nil {
-				rep.VerifyErr = err.Error()
-			}
-		}
+// verifyInto reads the run's events back and records the result in rep;
+// an interrupted run is not verified.
+func (r *runner) verifyInto(ctx context.Context, rep *Report, end time.Time) {
+	if ctx.Err() != nil {
+		rep.VerifyErr = "skipped: the run was interrupted"
+		return
 	}
+	v, err := r.verify(ctx, end)
+	rep.Verify = v
+	if err != nil {
+		rep.VerifyErr = err.Error()
+	}
+}
+
+// writeReports writes the --report and --html files when set.
+func writeReports(cfg *Config, rep *Report) error {
 	if cfg.Report != "" {
 		if err := writeFile(cfg.Report, rep.WriteJSON); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if cfg.HTML != "" {
 		if err := writeFile(cfg.HTML, rep.WriteHTML); err != nil {
-			return rep, err
+			return err
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // worker sends tickets of s until the stream ends.
