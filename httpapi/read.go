@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -27,54 +26,17 @@ const maxQueryTime = 10 * time.Minute
 // figures go to metrics and to a final line only when ?stats=1.
 func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	now := time.Now()
-	q := query.Query{Services: query.ParseServices(string(args.Peek("service"))), Config: s.deps.Query}
-	var err error
-	fromS, toS := string(args.Peek("from")), string(args.Peek("to"))
-	if fromS == "" {
-		fromS = "-1h"
-	}
-	if toS == "" {
-		toS = "now"
-	}
-	if q.From, err = query.ParseTime(fromS, now); err != nil {
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad from: " + err.Error()})
-		return
-	}
-	if q.To, err = query.ParseTime(toS, now); err != nil {
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad to: " + err.Error()})
-		return
-	}
-	if lv := args.Peek("level"); len(lv) > 0 {
-		l, ok := logline.ParseLevel(lv)
-		if !ok {
-			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("unknown level %q", lv)})
-			return
-		}
-		q.Level = l
-	}
-	q.Text = string(args.Peek("q"))
-	if g := args.Peek("grep"); len(g) > 0 {
-		if q.Grep, err = regexp.Compile(string(g)); err != nil {
-			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad grep: " + err.Error()})
-			return
-		}
-	}
-	if l := args.Peek("limit"); len(l) > 0 {
-		if q.Limit, err = strconv.Atoi(string(l)); err != nil || q.Limit < 0 {
-			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad limit: want a number >= 0"})
-			return
-		}
-	}
-	switch o := string(args.Peek("order")); o {
-	case "", "asc":
-	case "desc":
-		q.Desc = true
-	default:
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("bad order %q: want asc or desc", o)})
-		return
-	}
-	if err := q.Validate(); err != nil {
+	q, err := query.Params{
+		Service: string(args.Peek("service")),
+		From:    string(args.Peek("from")),
+		To:      string(args.Peek("to")),
+		Level:   string(args.Peek("level")),
+		Text:    string(args.Peek("q")),
+		Grep:    string(args.Peek("grep")),
+		Limit:   string(args.Peek("limit")),
+		Order:   string(args.Peek("order")),
+	}.Parse(time.Now(), s.deps.Query)
+	if err != nil {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: err.Error()})
 		return
 	}
@@ -82,11 +44,17 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 		s.histogram(ctx, q, string(iv))
 		return
 	}
-	withStats := string(args.Peek("stats")) == "1"
 	ctx.SetContentType("application/x-ndjson")
 	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBodyStreamWriter(s.streamLogs(q, string(args.Peek("stats")) == "1"))
+}
+
+// streamLogs writes the events of q as NDJSON, an in-band error line if the
+// query fails once the headers are gone, and with withStats a final line of
+// scan figures.
+func (s *Server) streamLogs(q query.Query, withStats bool) fasthttp.StreamWriter {
 	store := s.deps.Blobs
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+	return func(w *bufio.Writer) {
 		var line []byte
 		qctx, cancel := context.WithTimeout(context.Background(), maxQueryTime)
 		defer cancel()
@@ -98,14 +66,13 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 		s.met.blobsSkipped.Add(float64(st.BlobsSkipped))
 		s.met.blobsRead.Add(float64(st.BlobsRead))
 		if err != nil {
-			// Headers are gone already: report in-band, as the last line.
 			fmt.Fprintf(w, "{\"error\":%s}\n", logline.AppendQuoted(nil, []byte(err.Error())))
 		}
 		if withStats {
 			fmt.Fprintf(w, "{\"stats\":{\"prefixes\":%d,\"blobs_listed\":%d,\"blobs_skipped\":%d,\"blobs_read\":%d,\"lines_scanned\":%d,\"lines_matched\":%d}}\n",
 				st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.LinesScanned, st.LinesMatched)
 		}
-	})
+	}
 }
 
 // histogram answers GET /v1/logs?...&histogram=INTERVAL: counts per

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -104,34 +104,16 @@ func runQuery(args []string) error {
 	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]", args); err != nil {
 		return err
 	}
-	if *service == "" {
-		return fmt.Errorf("--service is required (a name, a comma list, or *)")
-	}
-	now := time.Now()
-	q := query.Query{Services: query.ParseServices(*service), Text: *text, Limit: *limit, Desc: *reverse, Config: qcfg}
-	var err error
-	if q.From, err = query.ParseTime(*from, now); err != nil {
-		return fmt.Errorf("bad --from: %w", err)
-	}
-	if q.To, err = query.ParseTime(*to, now); err != nil {
-		return fmt.Errorf("bad --to: %w", err)
-	}
-	if *level != "" {
-		l, ok := logline.ParseLevel([]byte(*level))
-		if !ok {
-			return fmt.Errorf("bad --level %q", *level)
-		}
-		q.Level = l
-	}
-	if *grep != "" {
-		if q.Grep, err = regexp.Compile(*grep); err != nil {
-			return fmt.Errorf("bad --grep: %w", err)
-		}
-	}
 	if *format != "lines" && *format != "ndjson" {
 		return fmt.Errorf("bad --format %q: want lines or ndjson", *format)
 	}
-	if err := q.Validate(); err != nil {
+	order := "asc"
+	if *reverse {
+		order = "desc"
+	}
+	q, err := query.Params{Service: *service, From: *from, To: *to, Level: *level, Text: *text, Grep: *grep,
+		Limit: strconv.Itoa(*limit), Order: order}.Parse(time.Now(), qcfg)
+	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
