@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"ingest/storage"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,13 +19,18 @@ import (
 
 const tailUsage = "ingest tail --service S [--level L] [--q TEXT] [--server URL] [--token T]"
 
+// defaultServer is where ingest tail looks without --server and without a
+// server running on --data-dir.
+const defaultServer = "http://127.0.0.1:8080"
+
 func runTail(args []string) error {
 	fs := pflag.NewFlagSet("tail", pflag.ContinueOnError)
+	scfg := storageFlags(fs)
 	service := fs.String("service", "", "service name, comma list, or * for all (required)")
 	level := fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal")
 	text := fs.String("q", "", "text the message must contain")
-	server := fs.String("server", "http://127.0.0.1:8080", "base URL of the running server")
-	token := fs.String("token", "", "bearer token, when the server has --tokens")
+	server := fs.String("server", "", "base URL of the running server (default: the one running on --data-dir, found by its run file, else "+defaultServer+")")
+	token := fs.String("token", "", "bearer token, when the server has --tokens (default: the run file's local token)")
 	if err := parse(fs, tailUsage, args); err != nil {
 		return err
 	}
@@ -38,19 +44,47 @@ func runTail(args []string) error {
 	if *text != "" {
 		v.Set("q", *text)
 	}
+	base, tok, client, err := tailTarget(scfg, *server, *token)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := followTail(ctx, strings.TrimRight(*server, "/")+"/v1/tail?"+v.Encode(), *token, os.Stdout, os.Stderr)
+	err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, os.Stdout, os.Stderr)
 	if ctx.Err() != nil {
 		return nil // interrupted: the normal way to stop following
 	}
 	return err
 }
 
+// tailTarget decides which server ingest tail follows: --server and
+// --token when given; otherwise the server running on --data-dir, as its
+// run file names it (URL, local token, pinned certificate), as the query
+// and stats commands find it; otherwise defaultServer.
+func tailTarget(scfg *storage.Config, server, token string) (base, tok string, client *http.Client, err error) {
+	if server != "" {
+		return server, token, http.DefaultClient, nil
+	}
+	srv, ok, err := beside(scfg)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if !ok {
+		return defaultServer, token, http.DefaultClient, nil
+	}
+	if token == "" {
+		token = srv.info.Token
+	}
+	// The same transport (certificate pinning), without the client's
+	// overall timeout: a tail follows for as long as it is left running.
+	client = &http.Client{Transport: srv.http.Transport}
+	return srv.info.URL, token, client, nil
+}
+
 // followTail copies a tail's events to out until the server ends the stream
 // or ctx is done. Heartbeat lines are skipped; dropped-event markers go to
 // errOut, so out stays a clean NDJSON stream of events.
-func followTail(ctx context.Context, u, token string, out, errOut io.Writer) error {
+func followTail(ctx context.Context, client *http.Client, u, token string, out, errOut io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return fmt.Errorf("cannot tail %s: %w", u, err)
@@ -58,7 +92,7 @@ func followTail(ctx context.Context, u, token string, out, errOut io.Writer) err
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot tail %s: %w (is the server running? see --server)", u, err)
 	}

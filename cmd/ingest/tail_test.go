@@ -3,6 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +17,27 @@ import (
 // events posted afterwards that match its service and level, and only those.
 func TestTailCommand(t *testing.T) {
 	s := start(t, t.TempDir())
-	cmd := ingestexec.Command(binary, "tail", "--service", "api", "--level", "error", "--server", s.url)
+	followAndPost(t, s, "", "--server", s.url)
+}
+
+// TestTailCommandFindsServer: without --server and --token, ingest tail
+// follows the server running on --data-dir, with the URL and local token
+// of its run file, even when the server wants a token from --tokens.
+func TestTailCommandFindsServer(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("writer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, dir, "--tokens", tokens)
+	followAndPost(t, s, "writer", "--data-dir", dir)
+}
+
+// followAndPost runs ingest tail with args, posts events (with token, if
+// any) until one comes through, and checks it is the one that matches.
+func followAndPost(t *testing.T, s *server, token string, args ...string) {
+	t.Helper()
+	cmd := ingestexec.Command(binary, append([]string{"tail", "--service", "api", "--level", "error"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +60,21 @@ func TestTailCommand(t *testing.T) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if code, body := s.post("/v1/logs", "application/x-ndjson", "",
-			[]byte(`{"service":"web","level":"error","msg":"other service"}`+"\n"+
+		req, _ := http.NewRequest("POST", s.url+"/v1/logs", strings.NewReader(
+			`{"service":"web","level":"error","msg":"other service"}`+"\n"+
 				`{"service":"api","level":"info","msg":"too low"}`+"\n"+
-				`{"service":"api","level":"error","msg":"payment failed","order":42}`)); code != 202 {
-			t.Fatalf("POST = %d %s", code, body)
+				`{"service":"api","level":"error","msg":"payment failed","order":42}`))
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 202 {
+			t.Fatalf("POST = %s", resp.Status)
 		}
 		select {
 		case l, ok := <-lines:
