@@ -137,7 +137,9 @@ func (s *Server) listServices(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(append(out, "]\n"...))
 }
 
-// queryLogins handles GET /v1/logins/{user}?days=D&limit=N: NDJSON, newest first.
+// queryLogins handles GET /v1/logins/{user}?days=D&limit=N: NDJSON, newest
+// first, streamed a day table at a time; a storage error once the answer has
+// begun ends it with an {"error":...} line, as GET /v1/logs does.
 func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	user, err := url.PathUnescape(string(ctx.Path()[len("/v1/logins/"):]))
 	if err != nil || user == "" {
@@ -157,18 +159,21 @@ func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	attempts, err := s.deps.Logins.Tail(c, user, days, limit)
-	if err != nil {
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: "cannot read login attempts: " + err.Error()})
-		return
-	}
 	ctx.SetContentType("application/x-ndjson")
-	var out []byte
-	for i := range attempts {
-		out = tablesink.AppendAttemptJSON(out, &attempts[i])
-		out = append(out, '\n')
-	}
-	ctx.SetBody(out)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	logins := s.deps.Logins
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var line []byte
+		err := logins.TailEach(c, user, days, limit, func(a *tablesink.Attempt) error {
+			line = append(tablesink.AppendAttemptJSON(line[:0], a), '\n')
+			_, err := w.Write(line)
+			return err // a client that went away stops the reading
+		})
+		if err != nil {
+			// Headers are gone already: report in-band, as the last line.
+			fmt.Fprintf(w, "{\"error\":%s}\n", logline.AppendQuoted(nil, []byte("cannot read login attempts: "+err.Error())))
+		}
+	})
 }

@@ -146,6 +146,11 @@ func TestGetLoginsFilters(t *testing.T) {
 			t.Errorf("GET /v1/logins/zoe%s = %d, ids %q, want %q", c.query, code, ids, c.want)
 		}
 	}
+	// Streamed a day table at a time, like the logs answer: no
+	// Content-Length, the body is not built whole first.
+	if _, h, _ := f.do(t, "GET", "/v1/logins/zoe", nil, nil); h.Get("Content-Length") != "" {
+		t.Errorf("GET /v1/logins/zoe has Content-Length %s, want a streamed answer", h.Get("Content-Length"))
+	}
 	if code, _, got := f.do(t, "GET", "/v1/logins/"+url.PathEscape("someone else"), nil, nil); code != 200 || strings.Join(idsOf(got), " ") != "x0" {
 		t.Errorf("GET of an escaped user = %d %s", code, got)
 	}

@@ -22,23 +22,38 @@ const maxTailQueries = 16
 // user's salted marker first does it query the user's salted partitions
 // too, in parallel. Tables of the first key scheme are read with its keys.
 func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attempt, error) {
+	var out []Attempt
+	err := s.TailEach(ctx, user, days, limit, func(a *Attempt) error {
+		out = append(out, *a)
+		return nil
+	})
+	return out, err
+}
+
+// TailEach is Tail handing each attempt to fn as soon as its day is read,
+// so an answer can be streamed; an error from fn stops it and is returned.
+func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn func(*Attempt) error) error {
 	if limit <= 0 || user == "" {
-		return nil, nil
+		return nil
 	}
 	days = max(days, 1)
 	today := dayOf(s.now().UnixNano())
-	var out []Attempt
-	for day := today + 1; day > today-int64(days) && len(out) < limit; day-- {
+	for day := today + 1; day > today-int64(days) && limit > 0; day-- {
 		if s.expired(day) {
 			break
 		}
-		got, err := s.tailDay(ctx, tableName(s.prefix, day), []byte(user), limit-len(out))
+		got, err := s.tailDay(ctx, tableName(s.prefix, day), []byte(user), limit)
 		if err != nil {
-			return out, err
+			return err
 		}
-		out = append(out, got...)
+		for i := range got {
+			if err := fn(&got[i]); err != nil {
+				return err
+			}
+		}
+		limit -= len(got)
 	}
-	return out, nil
+	return nil
 }
 
 // tailDay returns the newest top attempts of user in one day table.

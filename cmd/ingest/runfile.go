@@ -250,6 +250,15 @@ func (c *serverClient) logins(user string, days, limit int) ([]attemptRow, error
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
+		if bytes.HasPrefix(sc.Bytes(), []byte(`{"error":`)) {
+			// The answer is streamed: a storage error after its start
+			// comes as its last line.
+			var e struct {
+				Error string `json:"error"`
+			}
+			json.Unmarshal(sc.Bytes(), &e)
+			return nil, fmt.Errorf("the server running on this --data-dir (%s) answered: %s", c.info.URL, e.Error)
+		}
 		var r attemptRow
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("cannot read the answer of %s%s: %w", c.info.URL, path, err)
