@@ -1,118 +1,138 @@
-// Command bench measures the whole server: it builds ingest, starts it on the
-// embedded default in a temporary directory on 127.0.0.1, runs the load
-// generator (package loadtest, in this process) against it for each
-// configuration, and prints one table. Each configuration gets a fresh
-// server, so peak RSS and CPU are its own. With --runs N every row is the
-// median of N runs.
+// Command bench measures the whole server and sets it beside the systems
+// users would pick instead, on the same machine in the same run. It builds
+// ingest and prints one table, each row from a fresh process:
+//
+//   - low-cost client: 8 connections re-sending one pre-built body of 1,000
+//     JSON events (~170 B each, Content-Type application/json) to ingest
+//     (--ack wal; plain, gzip and zstd bodies), to Fluent Bit (in_http ->
+//     out_file, counted on the lines written) and to VictoriaLogs
+//     (/insert/jsonline) when their binaries are given;
+//   - the load generator (package loadtest, in this process) at each
+//     --batches and --acks, closed loop, then open loop at half the maximum
+//     --ack wal rate just measured, for latency without coordinated omission;
+//   - Azurite: 4 MiB appends from a plain azblob client, then ingest
+//     --storage into the same Azurite, as MB/s stored;
+//   - physical limits: a bare fasthttp server that reads and discards the
+//     same bodies, and a memcpy of them.
+//
+// With --runs N every section runs N rounds; a row shows each column's
+// median, and a ratio is the median of the ratios taken within each round.
+// The peers are never needed: a peer whose path is not given is skipped.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sort"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"ingest/internal/ingestexec"
-	"ingest/loadtest"
 )
 
+type options struct {
+	duration     time.Duration
+	runs         int
+	batches      []int
+	acks         []string
+	eventSize    int
+	concurrency  int
+	sections     map[string]bool
+	fluentBit    string
+	victoriaLogs string
+	lowEvents    int
+	lowConns     int
+	openConns    int
+	azWriters    int
+}
+
+var allSections = []string{"lowcost", "loadgen", "openloop", "azurite", "limits"}
+
 func main() {
-	duration := pflag.Duration("duration", 10*time.Second, "load per run")
-	runs := pflag.Int("runs", 1, "runs per row; the row shows the median")
-	batches := pflag.String("batches", "100,1000,5000", "batch sizes (events per request)")
-	acks := pflag.String("acks", "wal,memory", "--ack modes")
-	eventSize := pflag.Int("event-size", 60, "mean message bytes (60 gives events of about 250-300 bytes as sent)")
-	concurrency := pflag.Int("concurrency", 8, "load generator connections")
-	logins := pflag.Float64("logins-ratio", 0, "share of login attempts")
+	var o options
+	discard := pflag.String("discard-server", "", "internal: serve a fasthttp server on this address that discards every body")
+	pflag.DurationVar(&o.duration, "duration", 10*time.Second, "load per row and run")
+	pflag.IntVar(&o.runs, "runs", 1, "rounds; each row shows the median of its rounds")
+	pflag.IntSliceVar(&o.batches, "batches", []int{1000}, "load generator batch sizes (events per request)")
+	pflag.StringSliceVar(&o.acks, "acks", []string{"wal", "memory"}, "load generator rows: --ack modes")
+	pflag.IntVar(&o.eventSize, "event-size", 60, "load generator mean message bytes (60 gives events of about 250-300 bytes as sent)")
+	pflag.IntVar(&o.concurrency, "concurrency", 8, "load generator connections (closed loop)")
+	sections := pflag.StringSlice("sections", allSections, "what to run: "+strings.Join(allSections, ","))
+	pflag.StringVar(&o.fluentBit, "fluent-bit", "", "path of a fluent-bit binary: adds its row (in_http -> out_file)")
+	pflag.StringVar(&o.victoriaLogs, "victoria-logs", "", "path of a victoria-logs binary: adds its row (/insert/jsonline)")
+	pflag.IntVar(&o.lowEvents, "lowcost-events", 1000, "events in the low-cost client's body")
+	pflag.IntVar(&o.lowConns, "lowcost-conns", 8, "low-cost client connections")
+	pflag.IntVar(&o.openConns, "open-conns", 32, "open-loop connections (enough that a slow answer does not hold back the schedule)")
+	pflag.IntVar(&o.azWriters, "azurite-writers", 4, "blobs the plain azblob client appends to at once")
 	pflag.Parse()
+	if *discard != "" {
+		serveDiscard(*discard)
+		return
+	}
+	o.sections = map[string]bool{}
+	for _, s := range *sections {
+		o.sections[s] = true
+	}
+	check(checkPeer("--fluent-bit", o.fluentBit))
+	check(checkPeer("--victoria-logs", o.victoriaLogs))
 
 	dir, err := os.MkdirTemp("", "ingest-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
 	bin, err := ingestexec.Build(dir, false)
 	check(err)
+	b := &bench{o: o, bin: bin, dir: dir}
+	b.header()
+	for round := range o.runs {
+		fmt.Fprintf(os.Stderr, "bench: round %d of %d\n", round+1, o.runs)
+		b.round()
+	}
+	b.print(os.Stdout)
+}
 
-	fmt.Printf("ingest bench: %d CPUs, load generator in the same machine, %s per run, median of %d, event-size %d, concurrency %d, closed loop\n\n",
-		cpus(), *duration, *runs, *eventSize, *concurrency)
-	const rowFormat = "%-7s %6v %10v %7v %7v %7v %13v %17v %7v\n"
-	fmt.Printf(rowFormat, "ack", "batch", "events/s", "MB/s", "p50 ms", "p99 ms", "peak RSS MiB", "CPU s / M events", "errors")
-	for _, ack := range strings.Split(*acks, ",") {
-		for _, bs := range strings.Split(*batches, ",") {
-			batch, err := strconv.Atoi(bs)
-			check(err)
-			var rows []row
-			for range *runs {
-				rows = append(rows, run(bin, dir, ack, batch, *eventSize, *concurrency, *logins, *duration))
-			}
-			r := median(rows)
-			fmt.Printf(rowFormat, ack, batch, fmt.Sprintf("%.0f", r.eps), fmt.Sprintf("%.1f", r.mbps), fmt.Sprintf("%.1f", r.p50),
-				fmt.Sprintf("%.1f", r.p99), fmt.Sprintf("%.0f", r.rssMiB), fmt.Sprintf("%.2f", r.cpuPerM), r.errors)
+func checkPeer(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("cannot use %s %s: %v", flag, path, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("cannot use %s %s: not an executable file", flag, path)
+	}
+	return nil
+}
+
+func (b *bench) header() {
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("ingest bench: %d CPUs, load average %s, clients in the same machine, %s per row, median of %d rounds\n",
+		cpus(), strings.Join(strings.Fields(string(load))[:3], " "), b.o.duration, b.o.runs)
+	for _, p := range []struct{ name, path, arg string }{{"fluent-bit", b.o.fluentBit, "--version"}, {"victoria-logs", b.o.victoriaLogs, "-version"}} {
+		if p.path != "" {
+			fmt.Printf("%s: %s (%s)\n", p.name, peerVersion(p.path, p.arg), filepath.Clean(p.path))
 		}
 	}
+	fmt.Println()
 }
 
-type row struct {
-	eps, mbps, p50, p99, rssMiB, cpuPerM float64
-	errors                               int64
-}
-
-// median takes each column's median independently.
-func median(rows []row) row {
-	col := func(f func(r row) float64) float64 {
-		v := make([]float64, len(rows))
-		for i, r := range rows {
-			v[i] = f(r)
-		}
-		sort.Float64s(v)
-		return v[len(v)/2]
+// round runs every selected section once.
+func (b *bench) round() {
+	b.rounds = append(b.rounds, map[string]result{})
+	if b.o.sections["lowcost"] {
+		b.lowCost()
 	}
-	return row{
-		eps: col(func(r row) float64 { return r.eps }), mbps: col(func(r row) float64 { return r.mbps }),
-		p50: col(func(r row) float64 { return r.p50 }), p99: col(func(r row) float64 { return r.p99 }),
-		rssMiB: col(func(r row) float64 { return r.rssMiB }), cpuPerM: col(func(r row) float64 { return r.cpuPerM }),
-		errors: int64(col(func(r row) float64 { return float64(r.errors) })),
+	if b.o.sections["loadgen"] || b.o.sections["openloop"] {
+		b.loadGen()
 	}
-}
-
-func run(bin, dir, ack string, batch, eventSize, concurrency int, logins float64, d time.Duration) row {
-	data, err := os.MkdirTemp(dir, "data-")
-	check(err)
-	defer os.RemoveAll(data)
-	srv, err := ingestexec.Serve(bin, 0, os.Stderr, "--data-dir", data, "--ack", ack, "--log-level", "warn")
-	check(err)
-	url := srv.URL
-
-	cfg := loadtest.DefaultConfig()
-	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration = url, batch, concurrency, d
-	cfg.EventSize, cfg.LoginsRatio, cfg.Quiet = eventSize, logins, true
-	cpuBefore := cpuSeconds(srv.Cmd.Process.Pid)
-	rep, err := loadtest.Run(context.Background(), cfg, nil)
-	check(err)
-	cpuAfter := cpuSeconds(srv.Cmd.Process.Pid)
-	rss, _ := srv.Status("VmHWM")
-	_, err = srv.Stop(time.Minute)
-	check(err)
-	return row{
-		eps: rep.EventsPerSec, mbps: rep.MBPerSecRaw, p50: rep.Latency.P50, p99: rep.Latency.P99,
-		rssMiB: float64(rss) / (1 << 20), cpuPerM: (cpuAfter - cpuBefore) / (float64(rep.EventsAccepted) / 1e6),
-		errors: rep.Errors,
+	if b.o.sections["azurite"] {
+		b.azurite()
 	}
-}
-
-// cpuSeconds reads utime+stime of a process from /proc (clock ticks of 1/100 s).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	check(err)
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100
+	if b.o.sections["limits"] {
+		b.limits()
+	}
 }
 
 func cpus() int {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{2, 2, 9}, 2},
+	} {
+		in := append([]float64(nil), c.in...)
+		if got := median(in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+		for i := range in {
+			if in[i] != c.in[i] {
+				t.Errorf("median reordered its input: %v", in)
+			}
+		}
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+	line := "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0"
+	if got := parseStatCPU(line); got != 3.25 {
+		t.Errorf("parseStatCPU = %v, want 3.25", got)
+	}
+	if got := parseStatCPU("garbage"); got != 0 {
+		t.Errorf("parseStatCPU(garbage) = %v, want 0", got)
+	}
+}
+
+func TestLowCostBody(t *testing.T) {
+	b := lowCostBody(1000, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(lines) != 1000 {
+		t.Fatalf("%d lines, want 1000", len(lines))
+	}
+	if per := len(b) / 1000; per < 150 || per > 190 {
+		t.Errorf("%d bytes per event, want about 170", per)
+	}
+	for i, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i+1, err, l)
+		}
+		for _, k := range []string{"ts", "service", "host", "level", "msg"} {
+			if _, ok := ev[k]; !ok {
+				t.Fatalf("line %d has no %q: %s", i+1, k, l)
+			}
+		}
+	}
+}
+
+func TestRatioUsesWrittenWhereKnown(t *testing.T) {
+	if got := (result{answered: 10, written: 4}).rate(); got != 4 {
+		t.Errorf("rate = %v, want the written rate 4", got)
+	}
+	if got := (result{answered: 10}).rate(); got != 10 {
+		t.Errorf("rate = %v, want the answered rate 10", got)
+	}
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/klauspost/compress/zstd"
+	"github.com/valyala/fasthttp"
+
+	"ingest/internal/ingestexec"
+)
+
+// lowCostBody builds n JSON events of about 170 bytes, one per line, with
+// timestamps around now (VictoriaLogs drops rows older than its retention).
+// Every peer takes this body as application/json.
+func lowCostBody(n int, now time.Time) []byte {
+	levels := []string{"info", "info", "info", "debug", "warn", "error"}
+	methods := []string{"GET", "GET", "POST", "PUT", "DELETE"}
+	var b bytes.Buffer
+	for i := range n {
+		ts := now.Add(time.Duration(i) * time.Microsecond).UTC().Format("2006-01-02T15:04:05.000000Z")
+		fmt.Fprintf(&b, `{"ts":"%s","service":"svc-%d","host":"web-%02d","level":"%s","msg":"%s /api/v1/orders/%d %d %d.%dms user=u%05d trace=%08x dc=eu-west-1"}`+"\n",
+			ts, i%8, i%24, levels[i%len(levels)], methods[i%len(methods)], 10000+i*7919%90000, []int{200, 200, 201, 404, 500}[i%5],
+			i%97, i%10, i*31%100000, uint32(i)*2654435761)
+	}
+	return b.Bytes()
+}
+
+func gzipBytes(b []byte) []byte {
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	_, _ = zw.Write(b)
+	check(zw.Close())
+	return out.Bytes()
+}
+
+func zstdBytes(b []byte) []byte {
+	enc, err := zstd.NewWriter(nil)
+	check(err)
+	defer enc.Close()
+	return enc.EncodeAll(b, nil)
+}
+
+// load is what the low-cost client sends.
+type load struct {
+	addr     string // 127.0.0.1:PORT
+	uri      string // full URL
+	body     []byte
+	encoding string // Content-Encoding, "" for none
+	events   int    // events per body
+	conns    int
+	duration time.Duration
+}
+
+// blastResult is what the client saw.
+type blastResult struct {
+	requests, ok, errors int64
+	secs                 float64
+	lat                  *hdr.Histogram // µs
+	firstBody            []byte         // the first 2xx answer's body
+	firstErr             string
+}
+
+// blast re-sends one body on every connection, closed loop, for the
+// duration. Its own cost is a request write and an answer read.
+func blast(l load) blastResult {
+	hc := &fasthttp.HostClient{
+		Addr:                          l.addr,
+		MaxConns:                      l.conns,
+		ReadTimeout:                   60 * time.Second,
+		WriteTimeout:                  60 * time.Second,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+	}
+	defer hc.CloseIdleConnections()
+	var res blastResult
+	var mu sync.Mutex
+	var ok, errs, reqs atomic.Int64
+	res.lat = hdr.New(1, 60_000_000, 3)
+	start := time.Now()
+	deadline := start.Add(l.duration)
+	var wg sync.WaitGroup
+	for range l.conns {
+		wg.Go(func() {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetRequestURI(l.uri)
+			req.Header.SetContentType("application/json")
+			if l.encoding != "" {
+				req.Header.Set("Content-Encoding", l.encoding)
+			}
+			req.SetBodyRaw(l.body)
+			lat := hdr.New(1, 60_000_000, 3)
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				err := hc.DoTimeout(req, resp, 60*time.Second)
+				reqs.Add(1)
+				code := resp.StatusCode()
+				if err != nil || code/100 != 2 {
+					errs.Add(1)
+					mu.Lock()
+					if res.firstErr == "" {
+						if err != nil {
+							res.firstErr = err.Error()
+						} else {
+							res.firstErr = fmt.Sprintf("%d %s", code, bytes.TrimSpace(resp.Body()))
+						}
+					}
+					mu.Unlock()
+					if err != nil {
+						time.Sleep(10 * time.Millisecond)
+					}
+					continue
+				}
+				_ = lat.RecordValue(max(1, time.Since(t0).Microseconds()))
+				if ok.Add(1) == 1 {
+					mu.Lock()
+					res.firstBody = append([]byte(nil), resp.Body()...)
+					mu.Unlock()
+				}
+			}
+			mu.Lock()
+			res.lat.Merge(lat)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	res.secs = time.Since(start).Seconds()
+	res.requests, res.ok, res.errors = reqs.Load(), ok.Load(), errs.Load()
+	return res
+}
+
+func (r blastResult) fill(out *result, events int) {
+	out.answered = float64(r.ok) * float64(events) / r.secs
+	out.errors = r.errors
+	if r.lat.TotalCount() > 0 {
+		out.p50 = float64(r.lat.ValueAtQuantile(50)) / 1000
+		out.p99 = float64(r.lat.ValueAtQuantile(99)) / 1000
+		out.p999 = float64(r.lat.ValueAtQuantile(99.9)) / 1000
+	}
+	if r.errors > 0 {
+		fmt.Fprintf(stderr, "bench:     %d failed requests, the first: %s\n", r.errors, r.firstErr)
+	}
+}
+
+// lowCost runs the low-cost client against ingest and each given peer.
+func (b *bench) lowCost() {
+	body := lowCostBody(b.o.lowEvents, time.Now())
+	mk := func(addr, path string) load {
+		return load{addr: addr, uri: "http://" + addr + path, body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
+	}
+	per := fmt.Sprintf("%d conns x %d events, %d B/event", b.o.lowConns, b.o.lowEvents, len(body)/b.o.lowEvents)
+
+	l := mk("", "")
+	b.add("lowcost: ingest --ack wal", per+", application/json, answered after fsync", b.lowCostIngest(l))
+	gz := l
+	gz.body, gz.encoding = gzipBytes(body), "gzip"
+	b.add("lowcost: ingest --ack wal, gzip", fmt.Sprintf("the same body gzip'd by the client (%d -> %d B)", len(body), len(gz.body)), b.lowCostIngest(gz))
+	zs := l
+	zs.body, zs.encoding = zstdBytes(body), "zstd"
+	b.add("lowcost: ingest --ack wal, zstd", fmt.Sprintf("the same body zstd'd by the client (%d -> %d B)", len(body), len(zs.body)), b.lowCostIngest(zs))
+	b.addRatio("ingest --ack wal / Fluent Bit (written end to end)", "lowcost: ingest --ack wal", "lowcost: fluent-bit", false)
+	b.addRatio("ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", false)
+
+	if b.o.fluentBit != "" {
+		b.add("lowcost: fluent-bit", "in_http -> out_file (Format plain); answers before writing and never fsyncs: written/s counts lines in the file, from the first request to the last line", b.fluentBitRow(body))
+	}
+	if b.o.victoriaLogs != "" {
+		b.add("lowcost: victoria-logs", "/insert/jsonline (_stream_fields=service,host); answers once rows are in its memory buffers, no fsync", b.victoriaRow(body))
+	}
+}
+
+func (b *bench) lowCostIngest(l load) result {
+	data, err := os.MkdirTemp(b.dir, "data-")
+	check(err)
+	defer os.RemoveAll(data)
+	srv, err := ingestexec.Serve(b.bin, 0, os.Stderr, "--data-dir", data, "--ack", "wal", "--log-level", "warn")
+	check(err)
+	defer srv.Kill()
+	l.addr = srv.URL[len("http://"):]
+	l.uri = srv.URL + "/v1/logs"
+	pid := srv.Cmd.Process.Pid
+	cpu0 := cpuSeconds(pid)
+	res := blast(l)
+	cpu := cpuSeconds(pid) - cpu0
+	var out result
+	res.fill(&out, l.events)
+	if res.ok > 0 && !bytes.Contains(res.firstBody, fmt.Appendf(nil, `"accepted":%d`, l.events)) {
+		check(fmt.Errorf("ingest did not accept every event of the low-cost body: %s", res.firstBody))
+	}
+	out.rssMiB = peakRSSMiB(pid)
+	if res.ok > 0 {
+		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
+	}
+	_, err = srv.Stop(time.Minute)
+	check(err)
+	return out
+}
+
+// fluentBitRow runs Fluent Bit as in_http -> out_file and counts the lines
+// it wrote, from the first request until the file stops growing.
+func (b *bench) fluentBitRow(body []byte) result {
+	dir, err := os.MkdirTemp(b.dir, "fluent-bit-")
+	check(err)
+	defer os.RemoveAll(dir)
+	addr := freeAddr()
+	host, port := splitAddr(addr)
+	conf := filepath.Join(dir, "fluent-bit.conf")
+	outDir := filepath.Join(dir, "out")
+	check(os.WriteFile(conf, fmt.Appendf(nil, `[SERVICE]
+    Flush        1
+    Grace        1
+    Log_Level    error
+    HTTP_Server  Off
+
+[INPUT]
+    Name              http
+    Listen            %s
+    Port              %s
+    Buffer_Max_Size   16M
+    Buffer_Chunk_Size 512K
+    Successful_Response_Code 200
+
+[OUTPUT]
+    Name    file
+    Match   *
+    Path    %s
+    Mkdir   On
+    Format  plain
+`, host, port, outDir), 0o644))
+	p, err := startProc(nil, b.o.fluentBit, "-c", conf)
+	check(err)
+	defer p.stop()
+	check(p.waitHTTP("http://"+addr+"/", true))
+	l := load{addr: addr, uri: "http://" + addr + "/bench", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
+	cpu0 := cpuSeconds(p.pid())
+	start := time.Now()
+	res := blast(l)
+	// Written end to end: wait until the file stops growing.
+	file := filepath.Join(outDir, "bench")
+	var size int64
+	last := time.Now()
+	for time.Since(last) < 3*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if st, err := os.Stat(file); err == nil && st.Size() != size {
+			size, last = st.Size(), time.Now()
+		}
+	}
+	cpu := cpuSeconds(p.pid()) - cpu0
+	lines := countLines(file)
+	var out result
+	res.fill(&out, l.events)
+	out.written = float64(lines) / last.Sub(start).Seconds()
+	out.rssMiB = peakRSSMiB(p.pid())
+	if lines > 0 {
+		out.cpuPerM = cpu / (float64(lines) / 1e6)
+	}
+	return out
+}
+
+func countLines(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if err != nil {
+			return n
+		}
+	}
+}
+
+// victoriaRow runs VictoriaLogs on an empty data directory and posts to
+// /insert/jsonline.
+func (b *bench) victoriaRow(body []byte) result {
+	dir, err := os.MkdirTemp(b.dir, "victoria-logs-")
+	check(err)
+	defer os.RemoveAll(dir)
+	addr := freeAddr()
+	p, err := startProc(nil, b.o.victoriaLogs, "-storageDataPath", dir, "-httpListenAddr", addr, "-loggerLevel", "ERROR")
+	check(err)
+	defer p.stop()
+	check(p.waitHTTP("http://"+addr+"/health", false))
+	l := load{addr: addr, uri: "http://" + addr + "/insert/jsonline?_stream_fields=service,host&_msg_field=msg&_time_field=ts",
+		body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
+	cpu0 := cpuSeconds(p.pid())
+	res := blast(l)
+	cpu := cpuSeconds(p.pid()) - cpu0
+	var out result
+	res.fill(&out, l.events)
+	out.rssMiB = peakRSSMiB(p.pid())
+	if res.ok > 0 {
+		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
+	}
+	return out
+}
+
+func splitAddr(addr string) (string, string) {
+	i := bytes.LastIndexByte([]byte(addr), ':')
+	return addr[:i], addr[i+1:]
+}
