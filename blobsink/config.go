@@ -17,14 +17,16 @@ type Config struct {
 	ChunkBytes int
 }
 
-// DefaultConfig returns the settings the flags default to. The margins
-// below Azure's limits cover compression growing incompressible data.
+// DefaultConfig returns the settings the flags default to. A block takes
+// up to Azure's whole append limit of lines (a compressed block that would
+// come out larger is split: encode.go); the margin below the block limit
+// leaves room to close a blob.
 func DefaultConfig() Config {
 	return Config{
 		MaxBlobBytes: 256 << 20,
 		Compression:  CompressNone,
 		MaxBlocks:    MaxBlocks - 1000,
-		ChunkBytes:   MaxAppendBytes - 64<<10,
+		ChunkBytes:   MaxAppendBytes,
 	}
 }
 

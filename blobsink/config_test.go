@@ -45,7 +45,7 @@ func TestNewSinkKeepsBlocksWithinAzureLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSink(store, Config{MaxBlobBytes: 1 << 20, MaxBlocks: MaxBlocks + 1, ChunkBytes: MaxAppendBytes}, nil, nil)
+	s, err := NewSink(store, Config{MaxBlobBytes: 1 << 20, MaxBlocks: MaxBlocks + 1, ChunkBytes: MaxAppendBytes + 1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,43 +7,65 @@ import (
 )
 
 // encode splits data into blocks at line boundaries and compresses them.
+// A block carries up to ChunkBytes of lines, so a flush of --flush-bytes
+// (4 MiB by default, Azure's append limit) is one append. A compressed
+// block that comes out over MaxAppendBytes (incompressible lines grow a
+// little) is split again with half the lines, until it fits.
 func (s *Sink) encode(data []byte) ([]chunk, error) {
 	var chunks []chunk
 	// A block never exceeds a whole blob, so every blob stays under
 	// --blob-max-bytes (unless one line alone is larger).
-	limit := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
+	full := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
+	limit := full
 	for len(data) > 0 {
-		n := len(data)
-		if n > limit {
-			n = bytes.LastIndexByte(data[:limit], '\n') + 1
-			if n == 0 { // one line longer than a block: send it alone
-				n = bytes.IndexByte(data, '\n') + 1
-				if n == 0 {
-					n = len(data)
-				}
-			}
-		}
+		n := cut(data, limit)
 		raw := data[:n]
-		data = data[n:]
-		c := chunk{raw: raw, meta: scanMeta(raw)}
-		switch s.cfg.Compression {
-		case CompressZstd:
-			c.encoded = s.zenc.EncodeAll(raw, make([]byte, 0, len(raw)/4))
-		case CompressGzip:
-			var buf bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-			zw.Write(raw)
-			if err := zw.Close(); err != nil {
-				return nil, err
+		encoded, err := s.compress(raw)
+		if err != nil {
+			return nil, err
+		}
+		if len(encoded) > MaxAppendBytes {
+			if next := cut(data, n/2); next < n {
+				limit = n / 2
+				continue
 			}
-			c.encoded = buf.Bytes()
-		default:
-			c.encoded = raw
+			return nil, fmt.Errorf("cannot append a %d-byte block: over the %d-byte limit (a line longer than a block?)", len(encoded), MaxAppendBytes)
 		}
-		if len(c.encoded) > MaxAppendBytes {
-			return nil, fmt.Errorf("cannot append a %d-byte block: over the %d-byte limit (a line longer than a block?)", len(c.encoded), MaxAppendBytes)
-		}
-		chunks = append(chunks, c)
+		chunks = append(chunks, chunk{raw: raw, encoded: encoded, meta: scanMeta(raw)})
+		data = data[n:]
+		limit = full
 	}
 	return chunks, nil
+}
+
+// cut is the length of data's first block: whole lines up to limit bytes,
+// or the first line alone when it is longer.
+func cut(data []byte, limit int) int {
+	if len(data) <= limit {
+		return len(data)
+	}
+	if n := bytes.LastIndexByte(data[:limit], '\n') + 1; n > 0 {
+		return n
+	}
+	if n := bytes.IndexByte(data, '\n') + 1; n > 0 {
+		return n
+	}
+	return len(data)
+}
+
+// compress encodes one block as configured; plain blocks are raw itself.
+func (s *Sink) compress(raw []byte) ([]byte, error) {
+	switch s.cfg.Compression {
+	case CompressZstd:
+		return s.zenc.EncodeAll(raw, make([]byte, 0, len(raw)/4)), nil
+	case CompressGzip:
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+		zw.Write(raw)
+		if err := zw.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	return raw, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -484,5 +485,57 @@ func TestConcurrentKeys(t *testing.T) {
 		if got := bytes.Count(readAll(t, store, BlobName(key, 1, CompressNone)), []byte{'\n'}); got != 100 {
 			t.Fatalf("%s holds %d lines, want 100", key, got)
 		}
+	}
+}
+
+func TestEncodeBlocks(t *testing.T) {
+	t.Run("FullFlushIsOneAppend", func(t *testing.T) {
+		s := newTestSink(t, nil, Config{})
+		one := lines("e", hour, 1, logline.LevelInfo)
+		data := bytes.Repeat(one, MaxAppendBytes/len(one))
+		chunks, err := s.encode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(chunks) != 1 {
+			t.Fatalf("a %d-byte flush made %d blocks, want 1 (one append per default flush)", len(data), len(chunks))
+		}
+	})
+	for _, c := range []Compression{CompressZstd, CompressGzip} {
+		t.Run("IncompressibleSplits-"+string(c), func(t *testing.T) {
+			s := newTestSink(t, nil, Config{Compression: c})
+			rng := rand.New(rand.NewPCG(1, 2))
+			data := make([]byte, MaxAppendBytes)
+			for i := range data {
+				data[i] = byte(rng.IntN(256))
+				if data[i] == '\n' { // lines of 1,000 bytes
+					data[i] = 'x'
+				}
+				if i%1000 == 999 {
+					data[i] = '\n'
+				}
+			}
+			data[len(data)-1] = '\n'
+			chunks, err := s.encode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chunks) < 2 {
+				t.Fatalf("%d blocks: incompressible lines of the full limit should need a second block", len(chunks))
+			}
+			var joined []byte
+			for _, ch := range chunks {
+				if len(ch.encoded) > MaxAppendBytes {
+					t.Fatalf("a block of %d bytes, over the %d-byte append limit", len(ch.encoded), MaxAppendBytes)
+				}
+				if len(ch.raw) == 0 || ch.raw[len(ch.raw)-1] != '\n' {
+					t.Fatal("a block does not end at a line boundary")
+				}
+				joined = append(joined, ch.raw...)
+			}
+			if !bytes.Equal(joined, data) {
+				t.Fatal("the blocks do not carry the data exactly once, in order")
+			}
+		})
 	}
 }
