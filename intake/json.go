@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -238,20 +239,9 @@ func skipValue(b []byte, i int) (int, error) {
 
 // stringEnd returns the index of the quote closing the string opened at i.
 func stringEnd(b []byte, i int) (int, error) {
-	k := i + 1
-	for {
-		q := bytes.IndexByte(b[k:], '"')
-		if q < 0 {
-			return len(b), errUnterminated
-		}
-		q += k
-		bs := 0
-		for m := q - 1; m > i && b[m] == '\\'; m-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return q, nil
-		}
-		k = q + 1
+	end, _ := jsonstr.Scan(b, i)
+	if end < 0 {
+		return len(b), errUnterminated
 	}
+	return end - 1, nil
 }

@@ -2,9 +2,8 @@ package intake
 
 import (
 	"fmt"
-	"unicode/utf8"
 
-	"ingest/logline"
+	"ingest/internal/jsonstr"
 )
 
 // This file is a small JSON scanner built for the event hot path. It walks
@@ -20,209 +19,22 @@ import (
 // unknown escapes are kept literally, and Python's NaN / Infinity /
 // -Infinity become strings.
 
-// String flags from scanString.
-const (
-	strEscape uint8 = 1 << iota // has a backslash escape
-	strCtrl                     // has a raw control character
-	strHigh                     // has a byte >= 0x80
-)
-
 // maxDepth bounds object and array nesting in a line.
 const maxDepth = 128
-
-// strClass classifies string bytes: 0 plain, else one of the flags or
-// strQuote for the closing quote.
-const strQuote = 1 << 7
-
-var strClass = func() (t [256]uint8) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = strCtrl
-	}
-	for c := 0x80; c < 0x100; c++ {
-		t[c] = strHigh
-	}
-	t['"'] = strQuote
-	t['\\'] = strEscape
-	return t
-}()
-
-// scanString returns the index just past the closing quote of the string
-// whose opening quote is b[i], and what kinds of bytes it holds; end is -1
-// when the string is not terminated. A plain table-driven loop: word-at-a-
-// time (SWAR) skipping measured slower on the short strings of log events.
-func scanString(b []byte, i int) (end int, flags uint8) {
-	j := i + 1
-	for {
-		for j < len(b) && strClass[b[j]] == 0 {
-			j++
-		}
-		if j >= len(b) {
-			return -1, flags
-		}
-		c := strClass[b[j]]
-		if c == strQuote {
-			return j + 1, flags
-		}
-		flags |= c
-		if c == strEscape {
-			j++ // the escaped byte, which may be a quote
-		}
-		j++
-	}
-}
 
 // content returns the text of the string at b[i] (unescaped into *buf when
 // it has escapes, else a sub-slice of b) and the index after it.
 func content(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
-	end, fl := scanString(b, i)
+	end, fl := jsonstr.Scan(b, i)
 	if end < 0 {
 		return nil, i, false
 	}
 	raw := b[i+1 : end-1]
-	if fl&strEscape == 0 {
+	if fl&jsonstr.Escape == 0 {
 		return raw, end, true
 	}
-	*buf = unescape((*buf)[:0], raw)
+	*buf = jsonstr.Unescape((*buf)[:0], raw)
 	return *buf, end, true
-}
-
-// unescape appends the text of a string's raw contents to dst. Unknown or
-// malformed escapes are kept as written; lone surrogates become U+FFFD.
-func unescape(dst, raw []byte) []byte {
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' || i+1 >= len(raw) {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		switch e := raw[i+1]; e {
-		case '"', '\\', '/':
-			dst = append(dst, e)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, n := decodeU(raw[i+2:])
-			if n == 0 {
-				dst = append(dst, '\\', 'u')
-				i += 2
-				continue
-			}
-			dst = utf8.AppendRune(dst, r)
-			i += 2 + n
-			continue
-		default:
-			dst = append(dst, '\\', e)
-		}
-		i += 2
-	}
-	return dst
-}
-
-// decodeU decodes the hex digits after `\u`, joining a surrogate pair
-// written as two escapes. n is how many bytes it used (0: not hex).
-func decodeU(b []byte) (r rune, n int) {
-	r, ok := hex4(b)
-	if !ok {
-		return 0, 0
-	}
-	if r >= 0xD800 && r < 0xDC00 && len(b) >= 10 && b[4] == '\\' && b[5] == 'u' {
-		if lo, ok := hex4(b[6:]); ok && lo >= 0xDC00 && lo < 0xE000 {
-			return (r-0xD800)<<10 + (lo - 0xDC00) + 0x10000, 10
-		}
-	}
-	if r >= 0xD800 && r < 0xE000 {
-		return utf8.RuneError, 4
-	}
-	return r, 4
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var v rune
-	for _, c := range b[:4] {
-		v <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			v |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			v |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			v |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return v, true
-}
-
-// appendString appends a string's raw contents (escapes as written) as a
-// valid JSON string literal: escapes are kept when valid and the backslash
-// itself escaped when not, control characters are escaped and invalid
-// UTF-8 becomes U+FFFD.
-func appendString(dst, raw []byte, flags uint8) []byte {
-	dst = append(dst, '"')
-	if flags == 0 {
-		dst = append(dst, raw...)
-		return append(dst, '"')
-	}
-	start := 0
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		switch {
-		case c >= 0x20 && c < 0x80 && c != '\\' && c != '"':
-			i++
-			continue
-		case c == '\\':
-			n := 0 // length of a valid escape
-			if i+1 < len(raw) {
-				switch raw[i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					n = 2
-				case 'u':
-					if _, ok := hex4(raw[i+2:]); ok {
-						n = 6
-					}
-				}
-			}
-			if n > 0 {
-				i += n
-				continue
-			}
-			dst = append(dst, raw[start:i]...)
-			dst = append(dst, '\\', '\\')
-			i++
-			start = i
-			continue
-		case c < 0x20 || c == '"':
-			dst = append(dst, raw[start:i]...)
-			dst = logline.AppendEscape(dst, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(raw[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, raw[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, raw[start:]...)
-	return append(dst, '"')
 }
 
 // scanNumber returns the index after the JSON number at b[i], or -1 when
@@ -285,11 +97,11 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, fl := scanString(b, i)
+		end, fl := jsonstr.Scan(b, i)
 		if end < 0 {
 			return dst, i, "cannot parse JSON: a string is not terminated"
 		}
-		return appendString(dst, b[i+1:end-1], fl), end, ""
+		return jsonstr.AppendRaw(dst, b[i+1:end-1], fl), end, ""
 	case c == '{' || c == '[':
 		if depth >= maxDepth {
 			return dst, i, fmt.Sprintf("cannot parse JSON: nested deeper than %d levels", maxDepth)
@@ -308,11 +120,11 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 				if i >= len(b) || b[i] != '"' {
 					return dst, i, syntaxError(b, i, "a quoted key")
 				}
-				kend, fl := scanString(b, i)
+				kend, fl := jsonstr.Scan(b, i)
 				if kend < 0 {
 					return dst, i, "cannot parse JSON: a key is not terminated"
 				}
-				dst = appendString(dst, b[i+1:kend-1], fl)
+				dst = jsonstr.AppendRaw(dst, b[i+1:kend-1], fl)
 				i = skipWS(b, kend)
 				if i >= len(b) || b[i] != ':' {
 					return dst, i, syntaxError(b, i, "':'")
@@ -362,7 +174,7 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 // calling fn with each key (unescaped), the key's raw text and flags (to
 // copy it into attrs), and the index of the value. fn consumes the value
 // and returns the index after it, or why the line is bad.
-func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags uint8, i int) (int, string)) string {
+func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string)) string {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if _, end, msg := appendValue(p.num[:0], b, i, 0); msg == "" && skipWS(b, end) == len(b) {
@@ -378,14 +190,14 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags uint8
 			if i >= len(b) || b[i] != '"' {
 				return syntaxError(b, i, "a quoted key")
 			}
-			end, fl := scanString(b, i)
+			end, fl := jsonstr.Scan(b, i)
 			if end < 0 {
 				return "cannot parse JSON: a key is not terminated"
 			}
 			rawKey := b[i+1 : end-1]
 			key := rawKey
-			if fl&strEscape != 0 {
-				p.key = unescape(p.key[:0], rawKey)
+			if fl&jsonstr.Escape != 0 {
+				p.key = jsonstr.Unescape(p.key[:0], rawKey)
 				key = p.key
 			}
 			i = skipWS(b, end)

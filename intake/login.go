@@ -3,6 +3,8 @@ package intake
 import (
 	"bytes"
 	"net/http"
+
+	"ingest/internal/jsonstr"
 )
 
 // Login is one login attempt (POST /v1/logins). Byte fields point into the
@@ -80,7 +82,7 @@ func (p *Parser) loginFromLine(b []byte) string {
 	*lg = Login{}
 	p.attrs = p.attrs[:0]
 	var haveTime, haveUser, haveIP, haveUA, haveID bool
-	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags uint8, i int) (int, string) {
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
 		// Each known field is taken once; a repeat, or a value of the wrong
 		// kind, is kept among the properties.
 		switch loginField(key) {

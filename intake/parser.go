@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -209,88 +210,105 @@ func eventField(key []byte) fieldKind {
 // eventFromLine fills p.ev from one JSON object (a line or an array
 // element). It returns "" on success or why the line is rejected.
 func (p *Parser) eventFromLine(b []byte) string {
-	ev := &p.ev
-	ev.Reset()
+	p.ev.Reset()
 	p.attrs = p.attrs[:0]
-	var haveTime, haveLevel, haveMsg, haveID, haveService, haveHost bool
-	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags uint8, i int) (int, string) {
-		switch eventField(key) {
-		case fieldTime:
-			if !haveTime {
-				t, end, msg := p.timeAt(b, i, key)
-				ev.Time, haveTime = t, true
-				return end, msg
-			}
-		case fieldLevel:
-			if !haveLevel {
-				if l, end, ok := p.levelAt(b, i); ok {
-					ev.Level, haveLevel = l, true
-					return end, ""
-				}
-				// An unknown level keeps its spelling as an attribute.
-			}
-		case fieldService:
-			if haveService {
-				break // a repeated field is kept as an attribute
-			}
-			if s, end, ok := textAt(b, i, &p.svc); ok {
-				ev.Service, haveService = s, true // empty: the default applies
-				return end, ""
-			}
-		case fieldHost:
-			if haveHost {
-				break
-			}
-			if s, end, ok := textAt(b, i, &p.host); ok {
-				ev.Host, haveHost = s, true
-				return end, ""
-			}
-		case fieldID:
-			if haveID {
-				break
-			}
-			if s, end, ok := textAt(b, i, &p.id); ok {
-				ev.ID, haveID = s, len(s) > 0 // empty: one is generated
-				return end, ""
-			}
-		case fieldMessage:
-			if !haveMsg {
-				haveMsg = true
-				if b[i] == '"' {
-					end, fl := scanString(b, i)
-					if end < 0 {
-						return i, "cannot parse JSON: a string is not terminated"
-					}
-					raw := b[i+1 : end-1]
-					switch {
-					case fl == 0: // no escape, control or non-ASCII byte: the line can copy it
-						ev.Message, ev.MessagePlain = raw, true
-					case fl&strEscape == 0:
-						ev.Message = raw
-					default:
-						p.msg = unescape(p.msg[:0], raw)
-						ev.Message = p.msg
-					}
-					return end, ""
-				}
-				// Any other value is kept as its JSON text.
-				var end int
-				var msg string
-				p.msg, end, msg = appendValue(p.msg[:0], b, i, 0)
-				ev.Message = p.msg
-				return end, msg
-			}
+	var seen seenFields
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
+		if end, msg, taken := p.eventFieldAt(b, key, i, &seen); taken {
+			return end, msg
 		}
 		return p.attrAt(b, rawKey, keyFlags, i)
 	})
 	if bad != "" {
 		return bad
 	}
-	if !haveMsg {
+	if !seen.msg {
 		return "line has no message, msg or log field"
 	}
-	p.finishEvent(haveTime, haveID)
+	p.finishEvent(seen.time, seen.id)
 	return ""
+}
+
+// seenFields records which of an event's own fields a line has set: the
+// first occurrence wins, a repeat is kept as an attribute.
+type seenFields struct{ time, level, msg, id, service, host bool }
+
+// eventFieldAt reads the value at b[i] into p.ev when key names one of the
+// event's own fields and the value fits it; taken is false for everything
+// that stays an attribute (other keys, repeats, an unknown level, a
+// service that is an object...).
+func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, msg string, taken bool) {
+	ev := &p.ev
+	switch eventField(key) {
+	case fieldTime:
+		if !seen.time {
+			seen.time = true
+			ev.Time, end, msg = p.timeAt(b, i, key)
+			return end, msg, true
+		}
+	case fieldLevel:
+		if !seen.level {
+			if l, end, ok := p.levelAt(b, i); ok {
+				ev.Level, seen.level = l, true
+				return end, "", true
+			}
+		}
+	case fieldService:
+		if !seen.service {
+			if s, end, ok := textAt(b, i, &p.svc); ok {
+				ev.Service, seen.service = s, true // empty: the default applies
+				return end, "", true
+			}
+		}
+	case fieldHost:
+		if !seen.host {
+			if s, end, ok := textAt(b, i, &p.host); ok {
+				ev.Host, seen.host = s, true
+				return end, "", true
+			}
+		}
+	case fieldID:
+		if !seen.id {
+			if s, end, ok := textAt(b, i, &p.id); ok {
+				ev.ID, seen.id = s, len(s) > 0 // empty: one is generated
+				return end, "", true
+			}
+		}
+	case fieldMessage:
+		if !seen.msg {
+			seen.msg = true
+			end, msg = p.messageAt(b, i)
+			return end, msg, true
+		}
+	}
+	return i, "", false
+}
+
+// messageAt sets the event's message from the value at b[i]: a string's
+// text (a sub-slice of b when it has no escapes), any other value as its
+// JSON text.
+func (p *Parser) messageAt(b []byte, i int) (end int, msg string) {
+	ev := &p.ev
+	if b[i] != '"' {
+		p.msg, end, msg = appendValue(p.msg[:0], b, i, 0)
+		ev.Message = p.msg
+		return end, msg
+	}
+	end, fl := jsonstr.Scan(b, i)
+	if end < 0 {
+		return i, "cannot parse JSON: a string is not terminated"
+	}
+	raw := b[i+1 : end-1]
+	switch {
+	case fl == 0: // no escape, control or non-ASCII byte: the line can copy it
+		ev.Message, ev.MessagePlain = raw, true
+	case fl&jsonstr.Escape == 0:
+		ev.Message = raw
+	default:
+		p.msg = jsonstr.Unescape(p.msg[:0], raw)
+		ev.Message = p.msg
+	}
+	return end, ""
 }
 
 // finishEvent applies the defaults and closes the attrs object.
@@ -314,7 +332,7 @@ func (p *Parser) finishEvent(haveTime, haveID bool) {
 
 // attrAt appends "key":value, the value read from b[i], to the attrs
 // object being built, and returns the index after the value.
-func (p *Parser) attrAt(b, rawKey []byte, keyFlags uint8, i int) (int, string) {
+func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
 	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
 	var end int
 	var msg string
@@ -324,13 +342,13 @@ func (p *Parser) attrAt(b, rawKey []byte, keyFlags uint8, i int) (int, string) {
 
 // attrKey opens the object or adds a comma, then appends the key (raw
 // JSON string contents) and a colon.
-func (p *Parser) attrKey(dst, rawKey []byte, keyFlags uint8) []byte {
+func (p *Parser) attrKey(dst, rawKey []byte, keyFlags jsonstr.Flags) []byte {
 	if len(dst) == 0 {
 		dst = append(dst, '{')
 	} else {
 		dst = append(dst, ',')
 	}
-	dst = appendString(dst, rawKey, keyFlags)
+	dst = jsonstr.AppendRaw(dst, rawKey, keyFlags)
 	return append(dst, ':')
 }
 

@@ -2,9 +2,9 @@ package logline
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	"ingest/internal/jsonstr"
 )
 
 // Version is the line format version, the first field of every line.
@@ -150,150 +150,13 @@ func IsToken(s []byte) bool {
 	return !onlyDots
 }
 
-const hexDigits = "0123456789abcdef"
-
 // AppendQuoted appends s as a JSON string literal. Invalid UTF-8 becomes
 // U+FFFD, so the output is always valid JSON.
-func AppendQuoted(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = AppendEscape(dst, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// AppendEscape appends the JSON escape of c: a control character (below
-// 0x20), '"' or '\\'.
-func AppendEscape(dst []byte, c byte) []byte {
-	switch c {
-	case '"', '\\':
-		return append(dst, '\\', c)
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
-	}
-	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-}
+func AppendQuoted(dst, s []byte) []byte { return jsonstr.AppendQuoted(dst, s) }
 
 // UnquoteAppend decodes the JSON string literal at the start of b, appends
 // its text to dst and returns the bytes after the closing quote.
-func UnquoteAppend(dst, b []byte) (out, rest []byte, err error) {
-	if len(b) == 0 || b[0] != '"' {
-		return dst, b, errors.New("message is not a JSON string")
-	}
-	i := 1
-	start := 1
-	for i < len(b) {
-		c := b[i]
-		switch {
-		case c == '"':
-			dst = append(dst, b[start:i]...)
-			return dst, b[i+1:], nil
-		case c == '\\':
-			dst = append(dst, b[start:i]...)
-			if i+1 >= len(b) {
-				return dst, nil, errors.New("message ends inside an escape")
-			}
-			esc := b[i+1]
-			i += 2
-			switch esc {
-			case '"', '\\', '/':
-				dst = append(dst, esc)
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'u':
-				r, n, ok := decodeU(b[i:])
-				if !ok {
-					return dst, nil, errors.New(`message has a bad \u escape`)
-				}
-				i += n
-				dst = utf8.AppendRune(dst, r)
-			default:
-				return dst, nil, fmt.Errorf("message has an unknown escape \\%c", esc)
-			}
-			start = i
-		case c < 0x20:
-			return dst, nil, errors.New("message has a raw control character")
-		default:
-			i++
-		}
-	}
-	return dst, nil, errors.New("message has no closing quote")
-}
-
-// decodeU decodes the four hex digits after `\u` (and a following low
-// surrogate escape when the first is a high surrogate).
-func decodeU(b []byte) (r rune, n int, ok bool) {
-	hex4 := func(b []byte) (rune, bool) {
-		if len(b) < 4 {
-			return 0, false
-		}
-		var v rune
-		for _, c := range b[:4] {
-			v <<= 4
-			switch {
-			case '0' <= c && c <= '9':
-				v |= rune(c - '0')
-			case 'a' <= c && c <= 'f':
-				v |= rune(c - 'a' + 10)
-			case 'A' <= c && c <= 'F':
-				v |= rune(c - 'A' + 10)
-			default:
-				return 0, false
-			}
-		}
-		return v, true
-	}
-	r, ok = hex4(b)
-	if !ok {
-		return 0, 0, false
-	}
-	if r >= 0xD800 && r < 0xDC00 {
-		if len(b) >= 10 && b[4] == '\\' && b[5] == 'u' {
-			if lo, ok2 := hex4(b[6:]); ok2 && lo >= 0xDC00 && lo < 0xE000 {
-				return (r-0xD800)<<10 + (lo - 0xDC00) + 0x10000, 10, true
-			}
-		}
-		return utf8.RuneError, 4, true
-	}
-	if r >= 0xDC00 && r < 0xE000 {
-		return utf8.RuneError, 4, true
-	}
-	return r, 4, true
-}
+func UnquoteAppend(dst, b []byte) (out, rest []byte, err error) { return jsonstr.Unquote(dst, b) }
 
 // ParseError says what is wrong with a stored line.
 type ParseError struct{ Msg string }

@@ -1,0 +1,176 @@
+package jsonstr
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// scanBytewise is Scan one byte at a time (a table lookup per byte), the
+// reference for the word-at-a-time version.
+func scanBytewise(b []byte, i int) (end int, flags Flags) {
+	j := i + 1
+	for {
+		for j < len(b) && class[b[j]] == 0 {
+			j++
+		}
+		if j >= len(b) {
+			return -1, flags
+		}
+		c := class[b[j]]
+		if c == quote {
+			return j + 1, flags
+		}
+		flags |= Flags(c)
+		if Flags(c) == Escape {
+			j++
+		}
+		j++
+	}
+}
+
+func TestScan(t *testing.T) {
+	cases := []struct {
+		in    string
+		end   int
+		flags Flags
+	}{
+		{`""`, 2, 0},
+		{`"abc"`, 5, 0},
+		{`"a quite long plain string over 8 bytes"x`, 40, 0},
+		{`"ab\"cd"`, 8, Escape},
+		{`"ab\\"cd"`, 6, Escape},
+		{"\"tab\there\"", 10, Ctrl},
+		{`"héllo, wörld and more"`, 25, High},
+		{`"never closed`, -1, 0},
+		{`"ends in escape\"`, -1, Escape},
+		{`"12345678\"12345678"`, 20, Escape},
+	}
+	for _, tc := range cases {
+		end, fl := Scan([]byte(tc.in), 0)
+		if end != tc.end || fl != tc.flags {
+			t.Errorf("Scan(%q) = %d, %b; want %d, %b", tc.in, end, fl, tc.end, tc.flags)
+		}
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{`plain`, "plain"},
+		{`a\"b\\c\/d\b\f\n\r\t`, "a\"b\\c/d\b\f\n\r\t"},
+		{`\u00e9\u20AC`, "é€"},
+		{`\ud83d\ude00`, "😀"},
+		{`\ud83d`, "\ufffd"},
+		{`\ude00x`, "\ufffdx"},
+		{`\x\u12`, `\x\u12`}, // unknown and short escapes stay as written
+		{`end\`, `end\`},
+	}
+	for _, tc := range cases {
+		if got := Unescape(nil, []byte(tc.raw)); string(got) != tc.want {
+			t.Errorf("Unescape(%q) = %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+func TestUnquoteErrors(t *testing.T) {
+	cases := map[string]string{
+		`x`:          "not a JSON string",
+		`"abc`:       "no closing quote",
+		`"abc\`:      "ends inside an escape",
+		`"a\u12"`:    `bad \u escape`,
+		`"a\x"`:      `unknown escape \x`,
+		"\"a\x01b\"": "raw control character",
+	}
+	for in, want := range cases {
+		if _, _, err := Unquote(nil, []byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Unquote(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+	out, rest, err := Unquote(nil, []byte(`"a\tb \u00e9 a long plain tail"; rest`))
+	if err != nil || string(out) != "a\tb é a long plain tail" || string(rest) != "; rest" {
+		t.Fatalf("Unquote = %q, %q, %v", out, rest, err)
+	}
+}
+
+func TestAppendRaw(t *testing.T) {
+	cases := []struct{ raw, want string }{
+		{`plain`, `"plain"`},
+		{`a\nb\u00e9`, `"a\nb\u00e9"`},
+		{`bad \x escape`, `"bad \\x escape"`},
+		{"ctrl\x01", `"ctrl\u0001"`},
+		{"bad utf8 \xff", "\"bad utf8 \ufffd\""},
+	}
+	for _, tc := range cases {
+		_, fl := Scan([]byte(`"`+tc.raw+`"`), 0)
+		if got := AppendRaw(nil, []byte(tc.raw), fl); string(got) != tc.want {
+			t.Errorf("AppendRaw(%q) = %s, want %s", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// FuzzStrings checks the codec against a byte-at-a-time scan and against
+// encoding/json: what the writers produce is valid JSON that decodes to
+// what the readers return.
+func FuzzStrings(f *testing.F) {
+	for _, s := range []string{`plain`, `a\"b`, `\ud83d\ude00`, `\ud83d`, `bad \x`, "ctrl\x01", "utf8 \xff é", `end\`, `12345678"tail`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		lit := append(append([]byte{'"'}, raw...), '"')
+		end, fl := Scan(lit, 0)
+		if wantEnd, wantFl := scanBytewise(lit, 0); end != wantEnd || fl != wantFl {
+			t.Fatalf("Scan(%q) = %d, %b; byte by byte %d, %b", lit, end, fl, wantEnd, wantFl)
+		}
+		// Quoting text and reading it back is the identity on valid UTF-8.
+		quoted := AppendQuoted(nil, raw)
+		if !json.Valid(quoted) {
+			t.Fatalf("AppendQuoted(%q) = %s, not valid JSON", raw, quoted)
+		}
+		back, rest, err := Unquote(nil, quoted)
+		if err != nil || len(rest) != 0 {
+			t.Fatalf("Unquote(%s) = %v, rest %q", quoted, err, rest)
+		}
+		if utf8.Valid(raw) && !bytes.Equal(back, raw) {
+			t.Fatalf("Unquote(AppendQuoted(%q)) = %q", raw, back)
+		}
+		if end != len(lit) {
+			return // raw holds a closing quote: not the contents of one string
+		}
+		// Re-emitting raw contents gives valid JSON meaning what Unescape reads.
+		out := AppendRaw(nil, raw, fl)
+		var s string
+		if err := json.Unmarshal(out, &s); err != nil {
+			t.Fatalf("AppendRaw(%q) = %s: %v", raw, out, err)
+		}
+		if utf8.Valid(raw) && fl&Ctrl == 0 && s != string(Unescape(nil, raw)) {
+			t.Fatalf("AppendRaw(%q) = %s decodes to %q, Unescape gives %q", raw, out, s, Unescape(nil, raw))
+		}
+		if fl == 0 && !bytes.Equal(out[1:len(out)-1], raw) {
+			t.Fatalf("AppendRaw changed a plain string: %q -> %s", raw, out)
+		}
+	})
+}
+
+// BenchmarkScan compares Scan with the byte-at-a-time loop on a key, a
+// log message and a long value.
+func BenchmarkScan(b *testing.B) {
+	for _, s := range []string{"checkout", "user u123 logged in from 10.0.1.2 via password", strings.Repeat("x", 160)} {
+		lit := []byte(`"` + s + `",`)
+		for _, impl := range []struct {
+			name string
+			scan func([]byte, int) (int, Flags)
+		}{{"words", Scan}, {"bytes", scanBytewise}} {
+			b.Run(fmt.Sprintf("%s/%d", impl.name, len(s)), func(b *testing.B) {
+				b.SetBytes(int64(len(lit)))
+				for b.Loop() {
+					if end, _ := impl.scan(lit, 0); end != len(lit)-1 {
+						b.Fatal(end)
+					}
+				}
+			})
+		}
+	}
+}
