@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"ingest/buffer"
+)
+
+// ndjsonBody is n events of about 200 bytes of one service and hour.
+func ndjsonBody(n int) []byte {
+	var body []byte
+	for i := range n {
+		body = fmt.Appendf(body, `{"ts":"2026-11-21T16:04:05.%03dZ","service":"checkout","host":"web-17","level":"info","msg":"user u%d paid order %d with card ending 4242 in 87 ms","user":"u%d","status":200,"path":"/api/pay"}`+"\n", i%1000, i, i*7, i)
+	}
+	return body
+}
+
+// TestIngestPathAllocsPerEvent guards the steady state of the whole request
+// path (read the body, parse, encode lines, group, add to the buffer and
+// the write-ahead log, answer): a request allocates a few objects of its
+// own, never one per event. A request of 1,000 events must allocate no
+// more than one of 10 events; one allocation per event would add 990.
+func TestIngestPathAllocsPerEvent(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, ack := range []string{buffer.AckMemory, buffer.AckWAL} {
+		t.Run(ack, func(t *testing.T) {
+			// No flush while measuring: flush workers allocate on their own
+			// goroutines, and the counts are process-wide.
+			bcfg := buffer.Config{Ack: ack, FlushInterval: time.Hour, FlushBytes: 64 << 20, BufferBytes: 1 << 30, FlushWorkers: 1, BudgetWait: time.Second}
+			f := newFixture(t, Config{}, bcfg)
+			var ctx fasthttp.RequestCtx
+			post := func(body []byte) func() {
+				return func() {
+					ctx.Request.Reset()
+					ctx.Response.Reset()
+					ctx.Request.Header.SetMethod("POST")
+					ctx.Request.SetRequestURI("/v1/logs")
+					ctx.Request.Header.SetContentType("application/x-ndjson")
+					ctx.Request.SetBody(body)
+					f.srv.handle(&ctx)
+					if ctx.Response.StatusCode() != 202 {
+						t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+					}
+				}
+			}
+			small, large := post(ndjsonBody(10)), post(ndjsonBody(1000))
+			for range 5 { // warm up pools and scratch buffers
+				large()
+				small()
+			}
+			perSmall := testing.AllocsPerRun(20, small)
+			perLarge := testing.AllocsPerRun(20, large)
+			t.Logf("--ack %s: %.0f allocations per request of 10 events, %.0f per request of 1,000", ack, perSmall, perLarge)
+			// The slack covers a key's chunk growing now and then (amortized
+			// over many requests), not a per-event cost.
+			if perLarge > perSmall+3 {
+				t.Fatalf("a request of 1,000 events allocates %.0f times, one of 10 events %.0f: the path allocates per event", perLarge, perSmall)
+			}
+		})
+	}
+}
