@@ -35,6 +35,18 @@ type Flusher interface {
 	Landed(ctx context.Context, key string, intent []byte) (int, error)
 }
 
+// ChunkSizer is a Flusher that wants its stream's flushes of another size
+// than --flush-bytes. The table sink is one: an entity group transaction
+// covers one bucket, so a flush fills its transactions only when it holds
+// enough attempts for every bucket, far more than 4 MiB of them.
+type ChunkSizer interface {
+	// ChunkBytes is the most bytes of one key a flush takes, and how many
+	// make a key due for flushing before --flush-interval. The buffer
+	// keeps it within a quarter of --buffer-bytes and at least
+	// --flush-bytes.
+	ChunkBytes() int64
+}
+
 // Errors Add returns.
 var (
 	// ErrFull is wrapped by the 429 refusal Add returns when --buffer-bytes
@@ -84,7 +96,11 @@ type Buffer struct {
 	workersWG    sync.WaitGroup
 	schedWG      sync.WaitGroup
 	payloads     sync.Pool // WAL payload buffers
-	chunkPool    sync.Pool // full-size chunk buffers (*[]byte)
+	// chunkBytes is each stream's chunk size: --flush-bytes, or its
+	// Flusher's ChunkBytes. chunkPools keep each stream's flushed
+	// full-size chunk buffers (*[]byte).
+	chunkBytes []int64
+	chunkPools []sync.Pool
 }
 
 // stripe is one of the numStripes locks over the keys, so inserts of
@@ -108,7 +124,8 @@ type keyBuf struct {
 	lastActive time.Time
 }
 
-// chunk is at most --flush-bytes of a key's pending lines, whole batches
+// chunk is at most its stream's chunk size (--flush-bytes unless the
+// stream's Flusher is a ChunkSizer) of a key's pending lines, whole batches
 // only (a larger batch gets a chunk of its own): a flush takes one chunk,
 // so flushes stay small whatever piles up behind a slow one, and memory
 // held is about the bytes held, not a doubling slice's capacity.
@@ -121,14 +138,20 @@ type chunk struct {
 	since time.Time // when its first byte arrived
 }
 
-// due reports whether the key has a chunk to flush now: a full one, more
-// than one, or one whose oldest byte is --flush-interval old.
-func (kb *keyBuf) due(now time.Time, cfg *Config) bool {
+// due reports whether the key has a chunk to flush now: a full one (of
+// size bytes), more than one, or one whose oldest byte is --flush-interval
+// old.
+func (kb *keyBuf) due(now time.Time, size int64, interval time.Duration) bool {
 	if len(kb.chunks) == 0 {
 		return false
 	}
 	c := kb.chunks[0]
-	return len(kb.chunks) > 1 || int64(len(c.data)) >= cfg.FlushBytes || now.Sub(c.since) >= cfg.FlushInterval
+	return len(kb.chunks) > 1 || int64(len(c.data)) >= size || now.Sub(c.since) >= interval
+}
+
+// due reports whether kb has a chunk to flush now.
+func (b *Buffer) due(kb *keyBuf, now time.Time) bool {
+	return kb.due(now, b.chunkBytes[kb.stream], b.cfg.FlushInterval)
 }
 
 // Open creates the buffer, replaying the write-ahead log in walDir (with
@@ -155,6 +178,10 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	}
 	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
+	b.chunkPools = make([]sync.Pool, len(flushers))
+	for _, f := range flushers {
+		b.chunkBytes = append(b.chunkBytes, chunkBytes(&cfg, f))
+	}
 	for i := range b.stripes {
 		b.stripes[i].keys = make(map[string]*keyBuf)
 	}
@@ -185,6 +212,17 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	b.schedWG.Add(1)
 	go b.scheduler()
 	return b, nil
+}
+
+// chunkBytes is the chunk size of f's stream: --flush-bytes, or f's own
+// (ChunkSizer) within a quarter of --buffer-bytes, so that one key's
+// backlog leaves room for the others; never below --flush-bytes.
+func chunkBytes(cfg *Config, f Flusher) int64 {
+	cs, ok := f.(ChunkSizer)
+	if !ok {
+		return cfg.FlushBytes
+	}
+	return max(cfg.FlushBytes, min(cs.ChunkBytes(), cfg.BufferBytes/4))
 }
 
 func (b *Buffer) stripeOf(key []byte) *stripe {
@@ -277,14 +315,14 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 	if n := len(kb.chunks); n > 0 {
 		last = kb.chunks[n-1]
 	}
-	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.cfg.FlushBytes) {
-		last = &chunk{data: b.chunkBuffer(len(data), last != nil), firstLSN: lsn, skip: skip, since: now}
+	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.chunkBytes[stream]) {
+		last = &chunk{data: b.chunkBuffer(stream, len(data), last != nil), firstLSN: lsn, skip: skip, since: now}
 		kb.chunks = append(kb.chunks, last)
 	}
 	last.data = append(last.data, data...)
 	last.lastLSN = lsn
 	kb.lastActive = now
-	enqueue := !kb.queued && !kb.flushing && kb.due(now, &b.cfg)
+	enqueue := !kb.queued && !kb.flushing && b.due(kb, now)
 	if enqueue {
 		kb.queued = true
 	}
@@ -297,14 +335,14 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 
 // chunkBuffer returns an empty buffer for a new chunk. A key that has
 // filled a chunk before (full) gets a whole one, from a pool of flushed
-// ones; a slow key starts small rather than reserve --flush-bytes.
-func (b *Buffer) chunkBuffer(first int, full bool) []byte {
-	size := int(b.cfg.FlushBytes)
+// ones; a slow key starts small rather than reserve a whole chunk.
+func (b *Buffer) chunkBuffer(stream Stream, first int, full bool) []byte {
+	size := int(b.chunkBytes[stream])
 	if first > size {
 		return make([]byte, 0, first)
 	}
 	if full {
-		if p, ok := b.chunkPool.Get().(*[]byte); ok {
+		if p, ok := b.chunkPools[stream].Get().(*[]byte); ok {
 			return (*p)[:0]
 		}
 		return make([]byte, 0, size)
@@ -313,10 +351,10 @@ func (b *Buffer) chunkBuffer(first int, full bool) []byte {
 }
 
 // recycle keeps a flushed chunk's buffer for reuse when it is full size.
-func (b *Buffer) recycle(buf []byte) {
-	if int64(cap(buf)) == b.cfg.FlushBytes {
+func (b *Buffer) recycle(stream Stream, buf []byte) {
+	if int64(cap(buf)) == b.chunkBytes[stream] {
 		buf = buf[:0]
-		b.chunkPool.Put(&buf)
+		b.chunkPools[stream].Put(&buf)
 	}
 }
 

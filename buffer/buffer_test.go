@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -388,6 +389,81 @@ func TestFlushesStayChunked(t *testing.T) {
 		t.Fatalf("flush sizes %v: want the backlog flushed in several chunks", sink.sizes)
 	}
 }
+
+// TestChunkSizerSetsItsStreamsChunks: a stream whose Flusher is a
+// ChunkSizer piles up and flushes chunks of its own size, while another
+// stream keeps --flush-bytes.
+func TestChunkSizerSetsItsStreamsChunks(t *testing.T) {
+	logs := &sizeSink{release: make(chan struct{})}
+	logins := &chunkSizedSink{sizeSink{release: make(chan struct{})}, 16 << 10}
+	cfg := testConfig(AckMemory)
+	cfg.FlushBytes, cfg.BufferBytes = 4096, 1<<20
+	b := openBuffer(t, cfg, t.TempDir(), logs, logins)
+	for i := 0; i < 4000; i += 100 {
+		var batch Batch
+		for s := range Stream(2) {
+			g := batch.Group(s, []byte("k"))
+			for j := i; j < i+100; j++ {
+				g.Data = fmt.Appendf(g.Data, "k line %d\n", j)
+			}
+		}
+		if err := b.Add(context.Background(), &batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(logs.release)
+	close(logins.release)
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		sink *sizeSink
+		size int
+	}{{"logs", logs, 4096}, {"logins", &logins.sizeSink, 16 << 10}} {
+		c.sink.mu.Lock()
+		if got := string(c.sink.all); got != wantLines("k", 0, 4000) {
+			t.Fatalf("%s: the chunked flushes did not store every line in order", c.name)
+		}
+		if largest := slices.Max(c.sink.sizes); largest > c.size || largest <= c.size/2 {
+			t.Fatalf("%s: flush sizes %v, want full chunks of at most %d bytes", c.name, c.sink.sizes, c.size)
+		}
+		c.sink.mu.Unlock()
+	}
+
+}
+
+func TestChunkBytes(t *testing.T) {
+	cfg := Config{FlushBytes: 4 << 20, BufferBytes: 256 << 20}
+	small := cfg
+	small.BufferBytes = 32 << 20
+	tiny := cfg
+	tiny.BufferBytes = 4 << 20
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		f    Flusher
+		want int64
+	}{
+		{"not a ChunkSizer", cfg, discardSink{}, 4 << 20},
+		{"its own size", cfg, &chunkSizedSink{chunk: 16 << 20}, 16 << 20},
+		{"smaller than --flush-bytes", cfg, &chunkSizedSink{chunk: 1 << 20}, 4 << 20},
+		{"a quarter of --buffer-bytes at most", small, &chunkSizedSink{chunk: 16 << 20}, 8 << 20},
+		{"never below --flush-bytes", tiny, &chunkSizedSink{chunk: 16 << 20}, 4 << 20},
+	} {
+		if got := chunkBytes(&c.cfg, c.f); got != c.want {
+			t.Errorf("%s: chunkBytes = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// chunkSizedSink is a sizeSink that asks for chunks of its own size.
+type chunkSizedSink struct {
+	sizeSink
+	chunk int64
+}
+
+func (s *chunkSizedSink) ChunkBytes() int64 { return s.chunk }
 
 // sizeSink blocks until release is closed, then records each flush's size.
 type sizeSink struct {

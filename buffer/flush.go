@@ -38,7 +38,7 @@ func (b *Buffer) schedule(now time.Time) {
 		st.mu.RLock()
 		for full, kb := range st.keys {
 			kb.mu.Lock()
-			due := !kb.queued && !kb.flushing && kb.due(now, &b.cfg)
+			due := !kb.queued && !kb.flushing && b.due(kb, now)
 			if due {
 				kb.queued = true
 			}
@@ -162,12 +162,12 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.flushing = false
 	kb.flushFrom = 0
 	kb.flushedLSN = upTo
-	requeue := !kb.queued && kb.due(time.Now(), &b.cfg)
+	requeue := !kb.queued && b.due(kb, time.Now())
 	if requeue {
 		kb.queued = true
 	}
 	kb.mu.Unlock()
-	b.recycle(data)
+	b.recycle(kb.stream, data)
 	b.budget.Release(int64(len(data)))
 	b.flushed.Broadcast()
 	if requeue {

@@ -113,6 +113,10 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 // Keyer is the sink's key builder (for tools that show the key layout).
 func (s *Sink) Keyer() *shard.Keyer { return s.keyer }
 
+// ChunkBytes is the size of the buffer's login flushes (--login-flush-bytes),
+// for buffer.ChunkSizer.
+func (s *Sink) ChunkBytes() int64 { return s.cfg.FlushBytes }
+
 // Store is the sink's table store.
 func (s *Sink) Store() Store { return s.store }
 

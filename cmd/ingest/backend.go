@@ -80,6 +80,10 @@ func (f loginFlusher) Flush(ctx context.Context, key string, data []byte, _ func
 
 func (loginFlusher) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
+// ChunkBytes makes the buffer flush login attempts in chunks of
+// --login-flush-bytes (buffer.ChunkSizer).
+func (f loginFlusher) ChunkBytes() int64 { return f.sink.ChunkBytes() }
+
 // readyProbe checks that blob storage answers.
 func readyProbe(store blobsink.Store) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
