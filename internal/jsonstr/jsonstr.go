@@ -252,7 +252,10 @@ const hexDigits = "0123456789abcdef"
 func AppendQuoted(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; ; {
+		if i = skipPlain(s, i); i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -306,7 +309,10 @@ func AppendRaw(dst, raw []byte, flags Flags) []byte {
 		return append(dst, '"')
 	}
 	start := 0
-	for i := 0; i < len(raw); {
+	for i := 0; ; {
+		if i = skipPlain(raw, i); i >= len(raw) {
+			break
+		}
 		c := raw[i]
 		switch {
 		case c >= 0x20 && c < 0x80 && c != '\\' && c != '"':
