@@ -122,6 +122,9 @@ type keyBuf struct {
 	flushedLSN uint64 // every byte up to this LSN is stored
 	queued     bool
 	lastActive time.Time
+	// lastChunk is how many bytes the key's last flushed chunk held: the
+	// next chunk starts that big instead of growing to it again.
+	lastChunk int
 }
 
 // chunk is at most its stream's chunk size (--flush-bytes unless the
@@ -316,7 +319,7 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 		last = kb.chunks[n-1]
 	}
 	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.chunkBytes[stream]) {
-		last = &chunk{data: b.chunkBuffer(stream, len(data), last != nil), firstLSN: lsn, skip: skip, since: now}
+		last = &chunk{data: b.chunkBuffer(stream, max(len(data), kb.lastChunk), last != nil), firstLSN: lsn, skip: skip, since: now}
 		kb.chunks = append(kb.chunks, last)
 	}
 	last.data = append(last.data, data...)
@@ -333,21 +336,23 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 	}
 }
 
-// chunkBuffer returns an empty buffer for a new chunk. A key that has
-// filled a chunk before (full) gets a whole one, from a pool of flushed
-// ones; a slow key starts small rather than reserve a whole chunk.
-func (b *Buffer) chunkBuffer(stream Stream, first int, full bool) []byte {
+// chunkBuffer returns an empty buffer for a new chunk that will hold at
+// least need bytes (the first batch's, or what the key's last chunk held).
+// A key that has filled a chunk before (full), or about half of one, gets
+// a whole one, from a pool of flushed ones; a slow key starts small rather
+// than reserve a whole chunk.
+func (b *Buffer) chunkBuffer(stream Stream, need int, full bool) []byte {
 	size := int(b.chunkBytes[stream])
-	if first > size {
-		return make([]byte, 0, first)
+	if need > size {
+		return make([]byte, 0, need)
 	}
-	if full {
+	if full || need >= size/2 {
 		if p, ok := b.chunkPools[stream].Get().(*[]byte); ok {
 			return (*p)[:0]
 		}
 		return make([]byte, 0, size)
 	}
-	return make([]byte, 0, min(size, max(4*first, 64<<10)))
+	return make([]byte, 0, min(size, max(2*need, 64<<10)))
 }
 
 // recycle keeps a flushed chunk's buffer for reuse when it is full size.

@@ -112,6 +112,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	c := kb.chunks[0]
 	kb.chunks[0] = nil
 	kb.chunks = kb.chunks[1:]
+	kb.lastChunk = len(c.data)
 	data, first, skip, upTo := c.data, c.firstLSN, c.skip, c.lastLSN
 	kb.flushFrom = c.firstLSN
 	kb.flushing = true
