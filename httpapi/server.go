@@ -46,26 +46,42 @@ type Config struct {
 	Pprof                bool
 }
 
-// RegisterFlags adds the HTTP flags to fs.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Listen, "listen", ":8080", "HTTP listen address")
-	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", 16<<20, "largest request body accepted, as sent (413 past it)")
-	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", 64<<20, "largest request body accepted once decompressed (413 past it)")
-	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", 64<<20, "memory for requests being read and parsed at once (body as it arrives, decoded body, encoded lines); past it requests get 429")
-	fs.StringVar(&c.TokensFile, "tokens", "", "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
-	fs.BoolVar(&c.MetricsAuth, "metrics-auth", false, "with --tokens, /metrics needs a token too")
-	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP")
-	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key file of --tls-cert; re-read on SIGHUP")
-	fs.DurationVar(&c.ReadTimeout, "read-timeout", 60*time.Second, "time allowed to read one request, headers and body")
-	fs.DurationVar(&c.WriteTimeout, "write-timeout", 0, "time allowed to write one response (0: no limit, so long queries and /v1/tail can stream)")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long a keep-alive connection may wait for its next request")
-	flagutil.BytesVar(fs, &c.MaxHeaderBytes, "max-header-bytes", 16<<10, "largest request line plus headers (431 past it)")
-	fs.IntVar(&c.MaxConns, "max-conns", 10000, "open connections at most; past it new ones get 503")
-	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 1000, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
-	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+// DefaultConfig returns the settings the flags default to.
+func DefaultConfig() Config {
+	return Config{
+		Listen:               ":8080",
+		MaxBodyBytes:         16 << 20,
+		MaxDecompressedBytes: 64 << 20,
+		MaxInflightBytes:     64 << 20,
+		ReadTimeout:          60 * time.Second,
+		IdleTimeout:          2 * time.Minute,
+		MaxHeaderBytes:       16 << 10,
+		MaxConns:             10000,
+		MaxConnsPerIP:        1000,
+	}
 }
 
-// Validate checks the settings.
+// RegisterFlags adds the HTTP flags to fs, with c's values as their
+// defaults (start from DefaultConfig).
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address")
+	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted, as sent (413 past it)")
+	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", c.MaxDecompressedBytes, "largest request body accepted once decompressed (413 past it)")
+	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "memory for requests being read and parsed at once (body as it arrives, decoded body, encoded lines); past it requests get 429")
+	fs.StringVar(&c.TokensFile, "tokens", c.TokensFile, "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
+	fs.BoolVar(&c.MetricsAuth, "metrics-auth", c.MetricsAuth, "with --tokens, /metrics needs a token too")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key file of --tls-cert; re-read on SIGHUP")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time allowed to read one request, headers and body")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time allowed to write one response (0: no limit, so long queries and /v1/tail can stream)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "how long a keep-alive connection may wait for its next request")
+	flagutil.BytesVar(fs, &c.MaxHeaderBytes, "max-header-bytes", c.MaxHeaderBytes, "largest request line plus headers (431 past it)")
+	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+}
+
+// Validate checks the settings. It changes nothing.
 func (c *Config) Validate() error {
 	if c.MaxBodyBytes <= 0 || c.MaxDecompressedBytes <= 0 {
 		return errors.New("cannot use a zero --max-body-bytes or --max-decompressed-bytes")

@@ -40,7 +40,7 @@ type Config struct {
 	Partitions int    // hash buckets of the login PartitionKey; 0 = the shard package default
 }
 
-// DefaultConfig returns the flag defaults.
+// DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
 	return Config{
 		Target:      "http://127.0.0.1:8080",
@@ -58,35 +58,35 @@ func DefaultConfig() Config {
 	}
 }
 
-// RegisterFlags registers the load generator's flags on fs with the
-// defaults of DefaultConfig.
+// RegisterFlags registers the load generator's flags on fs, with c's
+// values as their defaults (start from DefaultConfig).
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	d := DefaultConfig()
-	fs.StringVar(&c.Target, "target", d.Target, "base URL of the ingest server")
-	fs.Float64Var(&c.Rate, "rate", d.Rate, "events per second, open loop (latency measured from the intended send time); 0 = closed loop, as fast as possible")
-	fs.IntVar(&c.Concurrency, "concurrency", d.Concurrency, "concurrent requests (workers and connections)")
-	fs.IntVar(&c.Batch, "batch", d.Batch, "events per request")
-	fs.StringVar(&c.Encoding, "encoding", d.Encoding, "request body Content-Encoding: identity, gzip or zstd")
-	fs.DurationVar(&c.Duration, "duration", d.Duration, "how long to send (ignored when --events is set)")
-	fs.Int64Var(&c.Events, "events", d.Events, "stop after this many events (0 = run for --duration)")
-	fs.IntVar(&c.Services, "services", d.Services, "number of distinct services")
-	fs.IntVar(&c.Hosts, "hosts", d.Hosts, "number of distinct hosts")
-	fs.IntVar(&c.EventSize, "event-size", d.EventSize, "mean message size in bytes (long-tailed distribution)")
-	fs.IntVar(&c.Users, "users", d.Users, "number of distinct users attempting logins")
-	fs.Float64Var(&c.Zipf, "zipf", d.Zipf, "Zipf skew s (> 1) of user popularity")
-	fs.Float64Var(&c.LoginsRatio, "logins-ratio", d.LoginsRatio, "share of events that are login attempts, sent to /v1/logins (0..1)")
-	fs.StringVar(&c.AttackUser, "attack-user", d.AttackUser, "add a credential-stuffing attack on this user (mostly failed logins)")
-	fs.Float64Var(&c.AttackRate, "attack-rate", d.AttackRate, "attack login attempts per second (with --attack-user)")
-	fs.BoolVar(&c.Verify, "verify", d.Verify, "after the run, read every event back through the query API and report lost and duplicated ids")
-	fs.StringVar(&c.Report, "report", d.Report, "write the report as JSON to this file")
-	fs.StringVar(&c.HTML, "html", d.HTML, "write an HTML page with charts to this file")
-	fs.StringVar(&c.Token, "token", d.Token, "bearer token sent in Authorization")
-	fs.Int64Var(&c.Seed, "seed", d.Seed, "random seed (0 = from the clock)")
-	fs.BoolVar(&c.Quiet, "quiet", d.Quiet, "no live progress line")
-	fs.IntVar(&c.Partitions, "partitions", d.Partitions, "hash buckets of the login PartitionKey, as the server's --partitions (0 = its default)")
+	fs.StringVar(&c.Target, "target", c.Target, "base URL of the ingest server")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "events per second, open loop (latency measured from the intended send time); 0 = closed loop, as fast as possible")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrent requests (workers and connections)")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "events per request")
+	fs.StringVar(&c.Encoding, "encoding", c.Encoding, "request body Content-Encoding: identity, gzip or zstd")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long to send (ignored when --events is set)")
+	fs.Int64Var(&c.Events, "events", c.Events, "stop after this many events (0 = run for --duration)")
+	fs.IntVar(&c.Services, "services", c.Services, "number of distinct services")
+	fs.IntVar(&c.Hosts, "hosts", c.Hosts, "number of distinct hosts")
+	fs.IntVar(&c.EventSize, "event-size", c.EventSize, "mean message size in bytes (long-tailed distribution)")
+	fs.IntVar(&c.Users, "users", c.Users, "number of distinct users attempting logins")
+	fs.Float64Var(&c.Zipf, "zipf", c.Zipf, "Zipf skew s (> 1) of user popularity")
+	fs.Float64Var(&c.LoginsRatio, "logins-ratio", c.LoginsRatio, "share of events that are login attempts, sent to /v1/logins (0..1)")
+	fs.StringVar(&c.AttackUser, "attack-user", c.AttackUser, "add a credential-stuffing attack on this user (mostly failed logins)")
+	fs.Float64Var(&c.AttackRate, "attack-rate", c.AttackRate, "attack login attempts per second (with --attack-user)")
+	fs.BoolVar(&c.Verify, "verify", c.Verify, "after the run, read every event back through the query API and report lost and duplicated ids")
+	fs.StringVar(&c.Report, "report", c.Report, "write the report as JSON to this file")
+	fs.StringVar(&c.HTML, "html", c.HTML, "write an HTML page with charts to this file")
+	fs.StringVar(&c.Token, "token", c.Token, "bearer token sent in Authorization")
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed (0 = from the clock)")
+	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no live progress line")
+	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "hash buckets of the login PartitionKey, as the server's --partitions (0 = its default)")
 }
 
-// Validate checks the settings and says which flag to fix.
+// Validate checks the settings and says which flag to fix; an empty
+// Encoding stands for identity. It changes nothing.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -103,9 +103,7 @@ func (c *Config) Validate() error {
 		bad("cannot use --batch %d: must be in 1..100000", c.Batch)
 	}
 	switch c.Encoding {
-	case "identity", "gzip", "zstd":
-	case "":
-		c.Encoding = "identity"
+	case "", "identity", "gzip", "zstd":
 	default:
 		bad("cannot use --encoding %q: use identity, gzip or zstd", c.Encoding)
 	}

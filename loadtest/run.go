@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
 	}
+	if cfg.Encoding == "" {
+		cfg.Encoding = "identity"
+	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	r := newRunner(&cfg, generate(&cfg, rng), tgt)
 	defer r.hc.CloseIdleConnections()

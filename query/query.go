@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
+	"ingest/internal/flagutil"
 	"ingest/logline"
 )
 
@@ -56,14 +57,22 @@ type Config struct {
 	MaxOpenBlobs int // blobs open at once within an hour
 }
 
-// RegisterFlags adds the query memory flags to fs.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&c.SortBytes, "query-sort-bytes", DefaultSortBytes, "memory per query for sorting an hour's matching lines; output is exactly time-ordered when they fit")
-	fs.IntVar(&c.MaxLineBytes, "query-max-line-bytes", DefaultMaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
-	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", DefaultMaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
+// DefaultConfig returns the settings the flags default to.
+func DefaultConfig() Config {
+	return Config{SortBytes: DefaultSortBytes, MaxLineBytes: DefaultMaxLineBytes, MaxOpenBlobs: DefaultMaxOpenBlobs}
 }
 
-// Validate checks the settings; zero values stand for the defaults.
+// RegisterFlags adds the query memory flags to fs, with c's values as
+// their defaults (start from DefaultConfig). The sizes take a unit
+// (16MiB) or a bare number of bytes.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	flagutil.IntBytesVar(fs, &c.SortBytes, "query-sort-bytes", c.SortBytes, "memory per query for sorting an hour's matching lines; output is exactly time-ordered when they fit")
+	flagutil.IntBytesVar(fs, &c.MaxLineBytes, "query-max-line-bytes", c.MaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
+	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", c.MaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
+}
+
+// Validate checks the settings; zero values stand for the defaults. It
+// changes nothing.
 func (c *Config) Validate() error {
 	switch {
 	case c.SortBytes < 0:

@@ -39,23 +39,39 @@ type Config struct {
 	TryTimeout time.Duration
 }
 
-// RegisterFlags adds the storage flags to fs.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the embedded backend (blobs, tables) and the write-ahead log")
-	fs.StringVar(&c.ConnString, "storage", "", "Azure Storage connection string (or env AZURE_STORAGE_CONNECTION_STRING); \"UseDevelopmentStorage=true\" means Azurite on loopback; empty = embedded backend")
-	fs.StringVar(&c.Account, "storage-account", "", "Azure Storage account name, authenticated with Microsoft Entra ID (DefaultAzureCredential) instead of a connection string")
-	fs.StringVar(&c.BlobEndpoint, "storage-blob-endpoint", "", "with --storage-account: the Blob service URL (default https://NAME.blob.core.windows.net/), for sovereign clouds, private endpoints or an emulator")
-	fs.StringVar(&c.TableEndpoint, "storage-table-endpoint", "", "with --storage-account: the Table service URL (default https://NAME.table.core.windows.net/)")
-	fs.StringVar(&c.Container, "container", "logs", "blob container for log blobs")
-	fs.DurationVar(&c.TryTimeout, "storage-try-timeout", 15*time.Second, "time allowed for one Azure Storage request before it is abandoned and retried")
+// DefaultConfig returns the settings the flags default to: the embedded
+// backend under ./data.
+func DefaultConfig() Config {
+	return Config{DataDir: "./data", Container: "logs", TryTimeout: 15 * time.Second}
 }
 
-// Validate checks the settings and applies AZURE_STORAGE_CONNECTION_STRING
-// when neither --storage nor --storage-account is given.
-func (c *Config) Validate() error {
+// RegisterFlags adds the storage flags to fs, with c's values as their
+// defaults (start from DefaultConfig).
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the embedded backend (blobs, tables) and the write-ahead log")
+	fs.StringVar(&c.ConnString, "storage", c.ConnString, "Azure Storage connection string (or env "+ConnStringEnv+"); \"UseDevelopmentStorage=true\" means Azurite on loopback; empty = embedded backend")
+	fs.StringVar(&c.Account, "storage-account", c.Account, "Azure Storage account name, authenticated with Microsoft Entra ID (DefaultAzureCredential) instead of a connection string")
+	fs.StringVar(&c.BlobEndpoint, "storage-blob-endpoint", c.BlobEndpoint, "with --storage-account: the Blob service URL (default https://NAME.blob.core.windows.net/), for sovereign clouds, private endpoints or an emulator")
+	fs.StringVar(&c.TableEndpoint, "storage-table-endpoint", c.TableEndpoint, "with --storage-account: the Table service URL (default https://NAME.table.core.windows.net/)")
+	fs.StringVar(&c.Container, "container", c.Container, "blob container for log blobs")
+	fs.DurationVar(&c.TryTimeout, "storage-try-timeout", c.TryTimeout, "time allowed for one Azure Storage request before it is abandoned and retried")
+}
+
+// ConnStringEnv is the environment variable a connection string is taken
+// from when neither --storage nor --storage-account is given.
+const ConnStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
+
+// ApplyEnv takes the connection string from $AZURE_STORAGE_CONNECTION_STRING
+// when neither --storage nor --storage-account is given. Call it after
+// parsing the flags, before Validate.
+func (c *Config) ApplyEnv() {
 	if c.ConnString == "" && c.Account == "" {
-		c.ConnString = os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+		c.ConnString = os.Getenv(ConnStringEnv)
 	}
+}
+
+// Validate checks the settings. It changes nothing.
+func (c *Config) Validate() error {
 	if c.ConnString != "" && c.Account != "" {
 		return errors.New("cannot use both --storage and --storage-account: pick one way to reach Azure")
 	}

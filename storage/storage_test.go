@@ -19,6 +19,10 @@ func TestExpandConnString(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
 	c := Config{DataDir: "d", Container: "logs"}
+	if err := c.Validate(); err != nil || c.Azure() {
+		t.Fatalf("Validate changed the settings: %v %+v", err, c)
+	}
+	c.ApplyEnv()
 	if err := c.Validate(); err != nil || !c.Azure() {
 		t.Fatalf("env connection string not applied: %v %+v", err, c)
 	}

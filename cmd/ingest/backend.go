@@ -28,7 +28,7 @@ type backend struct {
 // (the embedded table store is a single-writer database: the read-only
 // commands that do not need it do not open it).
 func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backend, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := checkStorage(cfg); err != nil {
 		return nil, err
 	}
 	b := &backend{close: func() {}}
@@ -96,21 +96,35 @@ func readyProbe(store blobsink.Store) func(ctx context.Context) error {
 }
 
 func newLogger(level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("cannot use --log-level %q: want debug, info, warn or error", level)
+	l, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
-// storageFlags registers the storage flags every command takes.
-func storageFlags(fs *pflag.FlagSet) *storage.Config {
-	cfg := &storage.Config{}
-	cfg.RegisterFlags(fs)
-	return cfg
+func parseLogLevel(level string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return 0, fmt.Errorf("cannot use --log-level %q: want debug, info, warn or error", level)
+	}
+	return l, nil
 }
 
-// tableSink builds the login sink for the read-side commands.
+// storageFlags registers the storage flags every command takes.
+func storageFlags(fs *pflag.FlagSet) *storage.Config {
+	cfg := storage.DefaultConfig()
+	cfg.RegisterFlags(fs)
+	return &cfg
+}
+
+// checkStorage takes the connection string from the environment when no
+// flag names the backend, then checks the settings.
+func checkStorage(cfg *storage.Config) error {
+	cfg.ApplyEnv()
+	return cfg.Validate()
+}
+
 // openTableSink opens the backend read-write and a table sink over it, for
 // the commands that read or maintain the login tables themselves (no server
 // runs on this --data-dir); release closes the backend.
@@ -126,6 +140,7 @@ func openTableSink(ctx context.Context, scfg *storage.Config, tcfg tablesink.Con
 	return sink, be.close, nil
 }
 
+// tableSink builds the login sink for the read-side commands.
 func tableSink(b *backend, cfg tablesink.Config) (*tablesink.Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

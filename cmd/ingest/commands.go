@@ -99,7 +99,7 @@ func runQuery(args []string) error {
 	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
 	reverse := fs.Bool("reverse", false, "newest first (with --limit: the latest N, reading only the newest blobs needed)")
 	showStats := fs.Bool("stats", false, "print scan figures to stderr at the end")
-	var qcfg query.Config
+	qcfg := query.DefaultConfig()
 	qcfg.RegisterFlags(fs)
 	if err := parse(fs, "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]", args); err != nil {
 		return err

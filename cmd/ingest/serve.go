@@ -31,25 +31,24 @@ func runServe(args []string) error {
 	sinkCfg.RegisterFlags(fs)
 	tcfg := tablesink.DefaultConfig()
 	tcfg.RegisterFlags(fs)
-	var hcfg httpapi.Config
+	hcfg := httpapi.DefaultConfig()
 	hcfg.RegisterFlags(fs)
-	var qcfg query.Config
+	qcfg := query.DefaultConfig()
 	qcfg.RegisterFlags(fs)
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 30*time.Second, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
-	statsInterval := fs.Duration("stats-interval", 10*time.Second, "how often the per-service counters are merged into the stats table")
+	cfg := defaultServeConfig()
+	cfg.RegisterFlags(fs)
 	if err := parse(fs, "ingest [serve] [flags]", args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg} {
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
 	}
-	log, err := newLogger(*logLevel)
+	log, err := newLogger(cfg.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -122,7 +121,7 @@ func runServe(args []string) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	go logins.Run(bg, time.Hour) // tomorrow's table ahead of midnight, retention
-	go counters.Run(bg, *statsInterval)
+	go counters.Run(bg, cfg.StatsInterval)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
@@ -134,7 +133,34 @@ func runServe(args []string) error {
 		return fmt.Errorf("cannot serve HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(srv, buf, counters, stopBG, *shutdownTimeout, log)
+	return shutdown(srv, buf, counters, stopBG, cfg.ShutdownTimeout, log)
+}
+
+// serveConfig holds the server's own settings, beside those of the
+// packages it wires together.
+type serveConfig struct {
+	LogLevel        string
+	ShutdownTimeout time.Duration // to flush every buffer at shutdown
+	StatsInterval   time.Duration // between merges of the counters into the stats table
+}
+
+// defaultServeConfig returns the settings the flags default to.
+func defaultServeConfig() serveConfig {
+	return serveConfig{LogLevel: "info", ShutdownTimeout: 30 * time.Second, StatsInterval: 10 * time.Second}
+}
+
+// RegisterFlags adds the server's own flags to fs, with c's values as
+// their defaults.
+func (c *serveConfig) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
+	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often the per-service counters are merged into the stats table")
+}
+
+// Validate checks the log level. It changes nothing.
+func (c *serveConfig) Validate() error {
+	_, err := parseLogLevel(c.LogLevel)
+	return err
 }
 
 // setMemoryLimit gives the Go runtime a soft memory limit of the memory

@@ -9,6 +9,7 @@ package flagutil
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -75,6 +76,29 @@ func (b *Bytes) Set(s string) error {
 func BytesVar(fs *pflag.FlagSet, p *int64, name string, value int64, usage string) {
 	*p = value
 	fs.Var((*Bytes)(p), name, usage)
+}
+
+// intBytes is Bytes for an int setting.
+type intBytes int
+
+func (b *intBytes) String() string { return FormatBytes(int64(*b)) }
+func (b *intBytes) Type() string   { return "size" }
+func (b *intBytes) Set(s string) error {
+	n, err := ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	if n > math.MaxInt {
+		return fmt.Errorf("cannot use size %q: larger than %d bytes", s, math.MaxInt)
+	}
+	*b = intBytes(n)
+	return nil
+}
+
+// IntBytesVar defines a size flag for an int setting.
+func IntBytesVar(fs *pflag.FlagSet, p *int, name string, value int, usage string) {
+	*p = value
+	fs.Var((*intBytes)(p), name, usage)
 }
 
 // EnvName is the environment variable that sets a flag: INGEST_<FLAG>, upper

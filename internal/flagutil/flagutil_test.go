@@ -29,6 +29,25 @@ func TestParseBytes(t *testing.T) {
 	f("lots", 0, true)
 }
 
+func TestIntBytesVar(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	var a, b int
+	IntBytesVar(fs, &a, "sort-bytes", 16<<20, "")
+	IntBytesVar(fs, &b, "line-bytes", 4<<20, "")
+	if a != 16<<20 || fs.Lookup("sort-bytes").DefValue != "16MiB" {
+		t.Fatalf("default %d shown as %q", a, fs.Lookup("sort-bytes").DefValue)
+	}
+	if err := fs.Parse([]string{"--sort-bytes", "32MiB", "--line-bytes", "1048576"}); err != nil {
+		t.Fatal(err)
+	}
+	if a != 32<<20 || b != 1<<20 {
+		t.Fatalf("got %d and %d: want a size and a bare integer both accepted", a, b)
+	}
+	if err := fs.Set("line-bytes", "lots"); err == nil {
+		t.Fatal("a bad size was accepted")
+	}
+}
+
 func TestApplyEnv(t *testing.T) {
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	var size int64
