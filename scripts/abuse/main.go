@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,72 +35,130 @@ import (
 	"ingest/internal/ingestexec"
 )
 
-func main() {
-	duration := pflag.Duration("duration", 20*time.Second, "how long the normal client posts under abuse")
-	stalled := pflag.Int("stalled", 8, "uploads that declare 16 MiB, send 300 KB and stall")
-	loris := pflag.Int("slowloris", 2000, "slowloris connections")
-	lorisIPs := pflag.Int("slowloris-ips", 8, "loopback source addresses the slowloris connections come from (127.0.1.1 ...)")
-	floods := pflag.Int("floods", 8, "connections flooding headers, each reconnecting when refused")
-	floodRate := pflag.Int("flood-rate", 500, "header floods per second, all flooding connections together (0: as fast as they go)")
-	batch := pflag.Int("batch", 10, "events per normal request")
-	pflag.Parse()
+// options are the command's flags.
+type options struct {
+	duration                                    time.Duration
+	stalled, loris, lorisIPs, floods, floodRate int
+	batch                                       int
+}
 
+func parseOptions() options {
+	var o options
+	pflag.DurationVar(&o.duration, "duration", 20*time.Second, "how long the normal client posts under abuse")
+	pflag.IntVar(&o.stalled, "stalled", 8, "uploads that declare 16 MiB, send 300 KB and stall")
+	pflag.IntVar(&o.loris, "slowloris", 2000, "slowloris connections")
+	pflag.IntVar(&o.lorisIPs, "slowloris-ips", 8, "loopback source addresses the slowloris connections come from (127.0.1.1 ...)")
+	pflag.IntVar(&o.floods, "floods", 8, "connections flooding headers, each reconnecting when refused")
+	pflag.IntVar(&o.floodRate, "flood-rate", 500, "header floods per second, all flooding connections together (0: as fast as they go)")
+	pflag.IntVar(&o.batch, "batch", 10, "events per normal request")
+	pflag.Parse()
+	return o
+}
+
+func main() {
+	o := parseOptions()
 	dir, err := os.MkdirTemp("", "ingest-abuse-")
 	check(err)
 	defer os.RemoveAll(dir)
-	bin, err := ingestexec.Build(dir, false)
-	check(err)
-	port := freePort()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	srv := ingestexec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
-	srv.Stderr = os.Stderr
-	check(srv.Start())
+	srv, addr := startServer(dir)
 	defer func() {
 		srv.Process.Signal(syscall.SIGTERM)
 		srv.Wait()
 	}()
-	waitHealthy("http://" + addr)
 
-	stop := make(chan struct{})
-	var conns []net.Conn
-	var mu sync.Mutex
-	keep := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
+	a := &abuser{addr: addr, stop: make(chan struct{})}
+	defer a.closeConns()
+	a.stallUploads(o.stalled)
+	a.slowloris(o.loris, o.lorisIPs)
+	stopTicker := a.headerFloods(o.floods, o.floodRate)
+	defer stopTicker()
+	time.Sleep(time.Second) // let the abuse settle in
+
+	cpuBefore := cpuSeconds(srv.Process.Pid)
+	res := normalClient(addr, o.batch, o.duration)
+	cpu := cpuSeconds(srv.Process.Pid) - cpuBefore
+	lorisLeft := a.lorisOpen.Load()
+	close(a.stop)
+
+	fmt.Printf("abuse: %d stalled 16 MiB uploads, %d slowloris connections from %d addresses (%d still open at the end), %d header-flood loops at %d/s, %s\n",
+		o.stalled, o.loris, o.lorisIPs, lorisLeft, o.floods, o.floodRate, o.duration)
+	a.floodAnswers.Range(func(k, v any) bool {
+		fmt.Printf("  header floods answered %q: %d\n", k, v.(*atomic.Int64).Load())
+		return true
+	})
+	res.print()
+	fmt.Printf("server peak RSS: %.0f MiB, CPU %.1f s in %s\n", float64(peakRSS(srv.Process.Pid))/(1<<20), cpu, o.duration)
+	if len(res.statuses) != 1 || res.statuses["202"] == 0 {
+		fmt.Println("FAIL: the normal client got something other than 202")
+		os.Exit(1)
 	}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+}
 
-	// Stalled uploads.
+// startServer builds the binary into dir and starts it on a free loopback
+// port with its data under dir; it returns once the server is healthy.
+func startServer(dir string) (*exec.Cmd, string) {
+	bin, err := ingestexec.Build(dir, false)
+	check(err)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort())
+	srv := ingestexec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
+	srv.Stderr = os.Stderr
+	check(srv.Start())
+	waitHealthy("http://" + addr)
+	return srv, addr
+}
+
+// abuser holds the abusive connections; closing stop ends their loops.
+type abuser struct {
+	addr         string
+	stop         chan struct{}
+	mu           sync.Mutex
+	conns        []net.Conn
+	lorisOpen    atomic.Int64
+	floodAnswers sync.Map // status line -> *atomic.Int64
+}
+
+func (a *abuser) keep(c net.Conn) {
+	a.mu.Lock()
+	a.conns = append(a.conns, c)
+	a.mu.Unlock()
+}
+
+func (a *abuser) closeConns() {
+	for _, c := range a.conns {
+		c.Close()
+	}
+}
+
+// stallUploads opens n uploads that declare 16 MiB, send 300 KB and stall.
+func (a *abuser) stallUploads(n int) {
 	line := []byte(`{"msg":"stalled upload filler line"}` + "\n")
 	filler := bytes.Repeat(line, 300_000/len(line))
-	for range *stalled {
-		c, err := net.Dial("tcp", addr)
+	for range n {
+		c, err := net.Dial("tcp", a.addr)
 		check(err)
-		keep(c)
+		a.keep(c)
 		fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", 16<<20)
 		c.Write(filler)
 	}
-	// Slowloris: a request line, then a header byte every 5 s.
-	var lorisOpen atomic.Int64
-	for i := range *loris {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i%*lorisIPs))}}
-		c, err := d.Dial("tcp", addr)
+}
+
+// slowloris opens n connections from ips loopback addresses, each sending
+// a request line, then a header byte every 5 s.
+func (a *abuser) slowloris(n, ips int) {
+	for i := range n {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+i%ips))}}
+		c, err := d.Dial("tcp", a.addr)
 		if err != nil {
 			continue
 		}
-		keep(c)
-		lorisOpen.Add(1)
+		a.keep(c)
+		a.lorisOpen.Add(1)
 		go func() {
-			defer lorisOpen.Add(-1)
+			defer a.lorisOpen.Add(-1)
 			io.WriteString(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\n")
 			for {
 				select {
-				case <-stop:
+				case <-a.stop:
 					return
 				case <-time.After(5 * time.Second):
 				}
@@ -109,81 +168,82 @@ func main() {
 			}
 		}()
 	}
-	// Header floods, again and again.
-	var floodAnswers sync.Map // status line -> *atomic.Int64
-	var floodTick <-chan time.Time
-	if *floodRate > 0 {
-		t := time.NewTicker(time.Second / time.Duration(*floodRate))
-		defer t.Stop()
-		floodTick = t.C
+}
+
+// headerFloods starts n loops flooding headers, again and again, at rate
+// floods a second all together (0: as fast as they go). The returned
+// function stops the rate ticker.
+func (a *abuser) headerFloods(n, rate int) (stopTicker func()) {
+	stopTicker = func() {}
+	var tick <-chan time.Time
+	if rate > 0 {
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		stopTicker = t.Stop
+		tick = t.C
 	}
-	for range *floods {
+	for range n {
 		go func() {
 			for {
-				if floodTick != nil {
+				if tick != nil {
 					select {
-					case <-stop:
+					case <-a.stop:
 						return
-					case <-floodTick:
+					case <-tick:
 					}
 				}
 				select {
-				case <-stop:
+				case <-a.stop:
 					return
 				default:
 				}
-				count(&floodAnswers, flood(addr))
+				count(&a.floodAnswers, flood(a.addr))
 			}
 		}()
 	}
-	time.Sleep(time.Second) // let the abuse settle in
-	cpuBefore := cpuSeconds(srv.Process.Pid)
+	return stopTicker
+}
 
-	// The normal client, from 127.0.0.2.
+// clientResult is what the normal client saw.
+type clientResult struct {
+	statuses map[string]int
+	lat      []time.Duration // sorted
+}
+
+// normalClient posts batches of n events from 127.0.0.2 for d.
+func normalClient(addr string, n int, d time.Duration) clientResult {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
 	var body []byte
-	for i := range *batch {
+	for i := range n {
 		body = fmt.Appendf(body, `{"service":"normal","level":"info","msg":"normal client event %d"}`+"\n", i)
 	}
-	statuses := map[string]int{}
-	var lat []time.Duration
-	end := time.Now().Add(*duration)
+	r := clientResult{statuses: map[string]int{}}
+	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		start := time.Now()
 		resp, err := client.Post("http://"+addr+"/v1/logs", "application/x-ndjson", bytes.NewReader(body))
 		if err != nil {
-			statuses["error: "+err.Error()]++
+			r.statuses["error: "+err.Error()]++
 			continue
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		lat = append(lat, time.Since(start))
-		statuses[strconv.Itoa(resp.StatusCode)]++
+		r.lat = append(r.lat, time.Since(start))
+		r.statuses[strconv.Itoa(resp.StatusCode)]++
 	}
-	cpu := cpuSeconds(srv.Process.Pid) - cpuBefore
-	lorisLeft := lorisOpen.Load()
-	close(stop)
-	slices.Sort(lat)
+	slices.Sort(r.lat)
+	return r
+}
+
+func (r clientResult) print() {
 	pct := func(p float64) float64 {
-		if len(lat) == 0 {
+		if len(r.lat) == 0 {
 			return 0
 		}
-		return float64(lat[min(len(lat)-1, int(float64(len(lat))*p))].Microseconds()) / 1000
+		return float64(r.lat[min(len(r.lat)-1, int(float64(len(r.lat))*p))].Microseconds()) / 1000
 	}
-	fmt.Printf("abuse: %d stalled 16 MiB uploads, %d slowloris connections from %d addresses (%d still open at the end), %d header-flood loops at %d/s, %s\n",
-		*stalled, *loris, *lorisIPs, lorisLeft, *floods, *floodRate, *duration)
-	floodAnswers.Range(func(k, v any) bool {
-		fmt.Printf("  header floods answered %q: %d\n", k, v.(*atomic.Int64).Load())
-		return true
-	})
-	fmt.Printf("normal client: %d requests, statuses %v\n", len(lat), statuses)
+	fmt.Printf("normal client: %d requests, statuses %v\n", len(r.lat), r.statuses)
 	fmt.Printf("normal client latency ms: p50 %.2f  p99 %.2f  max %.2f\n", pct(0.50), pct(0.99), pct(1))
-	fmt.Printf("server peak RSS: %.0f MiB, CPU %.1f s in %s\n", float64(peakRSS(srv.Process.Pid))/(1<<20), cpu, *duration)
-	if len(statuses) != 1 || statuses["202"] == 0 {
-		fmt.Println("FAIL: the normal client got something other than 202")
-		os.Exit(1)
-	}
 }
 
 // floodRequest is a request line and 1 MiB of headers.

@@ -365,12 +365,7 @@ func runSoak(bin, dir string, o options) bool {
 	fmt.Printf("\n== soak: %v at half capacity (embedded backend, --ack wal, 10%% login attempts) ==\n", d)
 	s := newServer(bin, dir, "soak", "--flush-interval", "2s")
 	s.start()
-	probe := loadtest.DefaultConfig()
-	probe.Target, probe.Quiet, probe.Duration, probe.Concurrency, probe.Batch = s.url(), true, 10*time.Second, 8, 500
-	rep, err := loadtest.Run(context.Background(), probe, io.Discard)
-	check(err)
-	rate := math.Floor(rep.EventsPerSec / 2)
-	fmt.Printf("capacity %.0f events/s (10 s closed loop, p99 %.0f ms); soak at %.0f events/s\n", rep.EventsPerSec, rep.Latency.P99, rate)
+	rate := halfCapacity(s)
 	cfg := loadConfig(s.url(), rate, d)
 	cfg.LoginsRatio = 0.1
 	cfg.Batch = 500
@@ -380,23 +375,53 @@ func runSoak(bin, dir string, o options) bool {
 		check(err)
 		done <- rep
 	}()
-	// RSS is judged on its anonymous part (the heap, stacks, buffers): the
-	// file-backed part is mostly bbolt's memory map of the login tables,
-	// which grows with the data and is given back to the page cache under
-	// pressure, so it is shown but not held to "flat".
+	samples, final := sampleSoak(s, d, done)
+	printReadBackRSS(s)
+	good, v := verdict(final)
+	if !s.stop() {
+		good = false
+	}
+	if v != nil {
+		fmt.Printf("  acknowledged %d, found %d, lost %d, duplicated %d; client p99 %.0f ms, longest answer %.0f ms; answers: %s\n",
+			v.Accepted, v.Found, v.Lost, v.Duplicated, final.Latency.P99, final.Latency.Max, statusSummary(final.Status))
+	}
+	return flat(samples) && good
+}
+
+// halfCapacity measures the server's capacity with a 10 s closed-loop run
+// and returns half of it, in events/s.
+func halfCapacity(s *server) float64 {
+	probe := loadtest.DefaultConfig()
+	probe.Target, probe.Quiet, probe.Duration, probe.Concurrency, probe.Batch = s.url(), true, 10*time.Second, 8, 500
+	rep, err := loadtest.Run(context.Background(), probe, io.Discard)
+	check(err)
+	rate := math.Floor(rep.EventsPerSec / 2)
+	fmt.Printf("capacity %.0f events/s (10 s closed loop, p99 %.0f ms); soak at %.0f events/s\n", rep.EventsPerSec, rep.Latency.P99, rate)
+	return rate
+}
+
+// soakSample is one 10 s sample of the server under the soak.
+type soakSample struct{ rss, goroutines, fds, wal float64 }
+
+// sampleSoak prints and keeps a sample every 10 s while the load runs (for
+// d), and returns them with the load's report once it is done.
+//
+// RSS is judged on its anonymous part (the heap, stacks, buffers): the
+// file-backed part is mostly bbolt's memory map of the login tables, which
+// grows with the data and is given back to the page cache under pressure,
+// so it is shown but not held to "flat".
+func sampleSoak(s *server, d time.Duration, done <-chan *loadtest.Report) ([]soakSample, *loadtest.Report) {
 	fmt.Printf("%6s %9s %9s %10s %10s %10s %12s %12s\n", "t s", "anon MiB", "file MiB", "goroutines", "open files", "WAL MiB", "p99 ms post", "events/s")
-	type sample struct{ rss, goroutines, fds, wal float64 }
-	var samples []sample
+	var samples []soakSample
 	var prev []byte
 	begin := time.Now()
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
-	var final *loadtest.Report
 	loadEnd := begin.Add(d)
-	for final == nil {
+	for {
 		select {
-		case final = <-done:
-			continue
+		case final := <-done:
+			return samples, final
 		case <-tick.C:
 		}
 		if time.Now().After(loadEnd) {
@@ -414,54 +439,56 @@ func runSoak(bin, dir string, o options) bool {
 		wal := dirBytes(filepath.Join(s.data, "wal"))
 		p99, eps := windowStats(prev, text)
 		prev = text
-		samples = append(samples, sample{float64(rss), g, float64(fds), float64(wal)})
+		samples = append(samples, soakSample{float64(rss), g, float64(fds), float64(wal)})
 		fmt.Printf("%6.0f %9.1f %9.1f %10.0f %10d %10.1f %12.1f %12.0f\n", time.Since(begin).Seconds(), float64(rss)/(1<<20), float64(fileRSS)/(1<<20), g, fds, float64(wal)/(1<<20), p99*1000, eps)
 	}
+}
+
+// printReadBackRSS prints the peak RSS and the RSS after the read-back.
+// RSS counts the pages of tables.db that bbolt maps and the logins
+// read-back touches: clean page cache the kernel can take back, not heap.
+// Split it so a large figure is not read as the Go heap.
+func printReadBackRSS(s *server) {
 	peak, _ := s.p.Status("VmHWM")
 	fmt.Printf("  peak RSS %.0f MiB, including the read-back of every event (GET /v1/logs, limit=0, and GET /v1/logins)\n", float64(peak)/(1<<20))
-	// RSS counts the pages of tables.db that bbolt maps and the logins
-	// read-back touches: clean page cache the kernel can take back, not
-	// heap. Split it so a large figure is not read as the Go heap.
 	anon, _ := s.p.Status("RssAnon")
 	file, _ := s.p.Status("RssFile")
 	fmt.Printf("  RSS after the read-back: %.0f MiB anonymous (Go heap and stacks), %.0f MiB file-backed (bbolt's mmap of tables.db)\n",
 		float64(anon)/(1<<20), float64(file)/(1<<20))
-	good, v := verdict(final)
-	if !s.stop() {
-		good = false
+}
+
+// flat reports whether the samples stayed flat: the last third of the run
+// is not above the first third (after the first minute of warm-up) by more
+// than half, or a small absolute slack. Fewer than 6 samples pass.
+func flat(samples []soakSample) bool {
+	n := len(samples)
+	if n < 6 {
+		return true
 	}
-	if v != nil {
-		fmt.Printf("  acknowledged %d, found %d, lost %d, duplicated %d; client p99 %.0f ms, longest answer %.0f ms; answers: %s\n",
-			v.Accepted, v.Found, v.Lost, v.Duplicated, final.Latency.P99, final.Latency.Max, statusSummary(final.Status))
+	third := n / 3
+	first, last := samples[1:1+third], samples[n-third:]
+	avg := func(ss []soakSample, f func(soakSample) float64) float64 {
+		var t float64
+		for _, s := range ss {
+			t += f(s)
+		}
+		return t / float64(len(ss))
 	}
-	// Flat: the last third of the run is not above the first third (after
-	// the first minute of warm-up) by more than half, or a small absolute
-	// slack.
-	if n := len(samples); n >= 6 {
-		third := n / 3
-		first, last := samples[1:1+third], samples[n-third:]
-		avg := func(ss []sample, f func(sample) float64) float64 {
-			var t float64
-			for _, s := range ss {
-				t += f(s)
-			}
-			return t / float64(len(ss))
-		}
-		for _, c := range []struct {
-			name  string
-			f     func(sample) float64
-			slack float64
-		}{
-			{"anon RSS", func(s sample) float64 { return s.rss }, 32 << 20},
-			{"goroutines", func(s sample) float64 { return s.goroutines }, 20},
-			{"open files", func(s sample) float64 { return s.fds }, 10},
-			{"WAL bytes", func(s sample) float64 { return s.wal }, 64 << 20},
-		} {
-			a, b := avg(first, c.f), avg(last, c.f)
-			flat := b <= a*1.5+c.slack
-			fmt.Printf("  %-10s first third %.0f, last third %.0f: %s\n", c.name, a, b, map[bool]string{true: "flat", false: "GROWING"}[flat])
-			good = good && flat
-		}
+	good := true
+	for _, c := range []struct {
+		name  string
+		f     func(soakSample) float64
+		slack float64
+	}{
+		{"anon RSS", func(s soakSample) float64 { return s.rss }, 32 << 20},
+		{"goroutines", func(s soakSample) float64 { return s.goroutines }, 20},
+		{"open files", func(s soakSample) float64 { return s.fds }, 10},
+		{"WAL bytes", func(s soakSample) float64 { return s.wal }, 64 << 20},
+	} {
+		a, b := avg(first, c.f), avg(last, c.f)
+		ok := b <= a*1.5+c.slack
+		fmt.Printf("  %-10s first third %.0f, last third %.0f: %s\n", c.name, a, b, map[bool]string{true: "flat", false: "GROWING"}[ok])
+		good = good && ok
 	}
 	return good
 }
