@@ -155,35 +155,43 @@ func (c *Config) clientOptions() azcore.ClientOptions {
 // BlobClient builds the Blob service client.
 func (c *Config) BlobClient() (*azblob.Client, error) {
 	opts := &azblob.ClientOptions{ClientOptions: c.clientOptions()}
-	if c.Account != "" {
-		cred, err := azidentity.NewDefaultAzureCredential(nil)
-		if err != nil {
-			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
-		}
-		return azblob.NewClient(c.endpoint(c.BlobEndpoint, "blob"), cred, opts)
-	}
-	cl, err := azblob.NewClientFromConnectionString(ExpandConnString(c.ConnString), opts)
-	if err != nil {
-		return nil, fmt.Errorf("cannot use the --storage connection string for blobs: %w", err)
-	}
-	return cl, nil
+	return newClient(c, "blobs", c.endpoint(c.BlobEndpoint, "blob"),
+		func(conn string) (*azblob.Client, error) { return azblob.NewClientFromConnectionString(conn, opts) },
+		func(url string, cred azcore.TokenCredential) (*azblob.Client, error) {
+			return azblob.NewClient(url, cred, opts)
+		})
 }
 
 // TableClient builds the Table service client.
 func (c *Config) TableClient() (*aztables.ServiceClient, error) {
 	opts := &aztables.ClientOptions{ClientOptions: c.clientOptions()}
-	if c.Account != "" {
-		cred, err := azidentity.NewDefaultAzureCredential(nil)
+	return newClient(c, "tables", c.endpoint(c.TableEndpoint, "table"),
+		func(conn string) (*aztables.ServiceClient, error) {
+			return aztables.NewServiceClientFromConnectionString(conn, opts)
+		},
+		func(url string, cred azcore.TokenCredential) (*aztables.ServiceClient, error) {
+			return aztables.NewServiceClient(url, cred, opts)
+		})
+}
+
+// newClient builds one service's client: from the connection string, or
+// with --storage-account from the Entra ID credential (managed identity,
+// workload identity or the Azure CLI, whichever answers) and the service
+// URL.
+func newClient[C any](c *Config, what, url string, fromConnString func(string) (C, error), fromCredential func(string, azcore.TokenCredential) (C, error)) (C, error) {
+	var zero C
+	if c.Account == "" {
+		cl, err := fromConnString(ExpandConnString(c.ConnString))
 		if err != nil {
-			return nil, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
+			return zero, fmt.Errorf("cannot use the --storage connection string for %s: %w", what, err)
 		}
-		return aztables.NewServiceClient(c.endpoint(c.TableEndpoint, "table"), cred, opts)
+		return cl, nil
 	}
-	cl, err := aztables.NewServiceClientFromConnectionString(ExpandConnString(c.ConnString), opts)
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
 	if err != nil {
-		return nil, fmt.Errorf("cannot use the --storage connection string for tables: %w", err)
+		return zero, fmt.Errorf("cannot get an Entra ID credential for account %s: %w", c.Account, err)
 	}
-	return cl, nil
+	return fromCredential(url, cred)
 }
 
 // endpoint is the service URL for Entra ID auth: the override, else the
