@@ -118,6 +118,14 @@ func storageFlags(fs *pflag.FlagSet) *storage.Config {
 	return &cfg
 }
 
+// tableFlags registers the storage and login-table flags of the commands
+// that read or maintain the login tables.
+func tableFlags(fs *pflag.FlagSet) (*storage.Config, *tablesink.Config) {
+	tcfg := tablesink.DefaultConfig()
+	tcfg.RegisterFlags(fs)
+	return storageFlags(fs), &tcfg
+}
+
 // checkStorage takes the connection string from the environment when no
 // flag names the backend, then checks the settings.
 func checkStorage(cfg *storage.Config) error {

@@ -144,9 +144,7 @@ func runQuery(args []string) error {
 
 func runLogins(args []string) error {
 	fs := pflag.NewFlagSet("logins", pflag.ContinueOnError)
-	scfg := storageFlags(fs)
-	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
+	scfg, tcfg := tableFlags(fs)
 	days := fs.Int("days", 7, "how many days back to read")
 	limit := fs.Int("limit", 20, "how many attempts at most")
 	format := fs.String("format", "table", "output: table or ndjson")
@@ -172,7 +170,7 @@ func runLogins(args []string) error {
 			return err
 		}
 	} else {
-		sink, closeSink, err := openTableSink(ctx, scfg, tcfg)
+		sink, closeSink, err := openTableSink(ctx, scfg, *tcfg)
 		if err != nil {
 			return err
 		}
@@ -285,9 +283,7 @@ func runStats(args []string) error {
 
 func runRetention(args []string) error {
 	fs := pflag.NewFlagSet("retention", pflag.ContinueOnError)
-	scfg := storageFlags(fs)
-	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
+	scfg, tcfg := tableFlags(fs)
 	dry := fs.Bool("dry-run", false, "print the tables that would be deleted, delete nothing")
 	if err := parse(fs, "ingest retention [--dry-run]", args); err != nil {
 		return err
@@ -307,7 +303,7 @@ func runRetention(args []string) error {
 		err = srv.retention(*dry, &ans)
 		deleted, retentionDays = ans.Tables, ans.RetentionDays
 	} else {
-		sink, closeSink, err2 := openTableSink(ctx, scfg, tcfg)
+		sink, closeSink, err2 := openTableSink(ctx, scfg, *tcfg)
 		if err2 != nil {
 			return err2
 		}
