@@ -196,6 +196,31 @@ func (p *Process) OpenFiles() (int, error) {
 	return len(ents), err
 }
 
+// CPUSeconds is the CPU time (user and system) process pid has used so
+// far, from /proc/PID/stat in clock ticks of 1/100 s.
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after it. utime and stime are the 14th and 15th fields.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cannot read the CPU time of process %d: short /proc/%d/stat", pid, pid)
+	}
+	var ticks float64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cannot read the CPU time of process %d: %w", pid, err)
+		}
+		ticks += n
+	}
+	return ticks / 100, nil
+}
+
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

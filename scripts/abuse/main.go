@@ -99,7 +99,9 @@ func main() {
 func startServer(dir string) (*exec.Cmd, string) {
 	bin, err := ingestexec.Build(dir, false)
 	check(err)
-	addr := "127.0.0.1:" + strconv.Itoa(freePort())
+	port, err := ingestexec.FreePort()
+	check(err)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	srv := ingestexec.Command(bin, "--listen", addr, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
 	srv.Stderr = os.Stderr
 	check(srv.Start())
@@ -284,13 +286,6 @@ func waitHealthy(url string) {
 	check(fmt.Errorf("server at %s not healthy after 30s", url))
 }
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // peakRSS reads VmHWM (the resident set's high-water mark) from /proc.
 func peakRSS(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -304,15 +299,11 @@ func peakRSS(pid int) int64 {
 	return 0
 }
 
-// cpuSeconds reads utime+stime of a process from /proc (clock ticks of 1/100 s).
+// cpuSeconds is the CPU time process pid has used so far.
 func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s, err := ingestexec.CPUSeconds(pid)
 	check(err)
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100
+	return s
 }
 
 func check(err error) {

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +34,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/azurite"
+	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 	"ingest/shard"
 	"ingest/storage"
@@ -139,7 +139,8 @@ type server struct {
 func startServer(bin, dir, conn string, args ...string) *server {
 	data, err := os.MkdirTemp(dir, "data-")
 	check(err)
-	port := freePort()
+	port, err := ingestexec.FreePort()
+	check(err)
 	args = append([]string{"--listen", "127.0.0.1:" + strconv.Itoa(port), "--data-dir", data, "--storage", conn,
 		"--container", fmt.Sprintf("bench%d", port), "--log-level", "error"}, args...)
 	cmd := exec.Command(bin, args...)
@@ -288,13 +289,6 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
-}
-
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func cpus() int {
