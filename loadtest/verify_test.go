@@ -234,7 +234,10 @@ func TestReadBackFormats(t *testing.T) {
 		t.Helper()
 		var got []string
 		var p fastjson.Parser
-		tgt, _ := parseTarget(url)
+		tgt, err := parseTarget(url)
+		if err != nil {
+			t.Fatal(err)
+		}
 		lines, bad, err := newGetter(tgt, "tok").readBack(context.Background(), url+path, &p, func(id []byte) { got = append(got, string(id)) })
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

@@ -199,7 +199,10 @@ func TestSegmentCreateFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	l2, _ := Open(dir, Options{})
+	l2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, payloads := replayAll(t, l2)
 	if len(payloads) != 2 || payloads[1] != "after" {
 		t.Fatalf("replayed %d records, want the first and the one after", len(payloads))
@@ -208,7 +211,10 @@ func TestSegmentCreateFails(t *testing.T) {
 
 func TestBytes(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, Options{SegmentBytes: 100})
+	l, err := Open(dir, Options{SegmentBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
 	replayAll(t, l)
 	l.Start()
 	rec := []byte(strings.Repeat("y", 84)) // 100 bytes with its header: one per segment
@@ -227,7 +233,10 @@ func TestBytes(t *testing.T) {
 		t.Fatalf("Bytes = %d after truncating four segments, want 100", got)
 	}
 	l.Close()
-	l2, _ := Open(dir, Options{})
+	l2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := l2.Bytes(); got != 100 {
 		t.Fatalf("Bytes after reopening = %d, want 100", got)
 	}

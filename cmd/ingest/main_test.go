@@ -448,7 +448,10 @@ func kill9LosesNothing(t *testing.T, compression string) {
 		t.Fatalf("exit code %d", code)
 	}
 	checkExactlyOnce(t, ackedLogins, storedLogins)
-	store, _ := blobsink.NewFileStore(filepath.Join(dir, "blobs", "logs"))
+	store, err := blobsink.NewFileStore(filepath.Join(dir, "blobs", "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	stored, _ := readIDs(t, store, "crash/")
 	checkExactlyOnce(t, acked, stored)
 	if n, _ := filepath.Glob(filepath.Join(dir, "wal", "wal-*.log")); len(n) != 1 {
