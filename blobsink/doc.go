@@ -5,10 +5,11 @@
 //
 // A writer claims the next NNNNNN of an hour prefix with a conditional create
 // (If-None-Match: * on Azure, O_EXCL on files), so any number of instances
-// write the same service and hour without colliding. Each flush appends
-// blocks of at most MaxAppendBytes with an append-position condition, then
-// updates the blob's metadata (LogVersion, StartTime, EndTime, LogType,
-// EventCount). A blob is closed and the next number claimed at
+// write the same service and hour without colliding. Each flush sends the blob's metadata
+// (LogVersion, StartTime, EndTime, LogType, EventCount) as it will be once
+// the flush's blocks have landed, then appends blocks of at most
+// MaxAppendBytes with an append-position condition: one metadata write and,
+// at the default --flush-bytes, one append per flush (widen.go). A blob is closed and the next number claimed at
 // --blob-max-bytes or before Azure's 50,000-block limit.
 //
 // A writer goes claimed -> appending -> retired (full or idle), or

@@ -65,12 +65,14 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 			return 0, fmt.Errorf("cannot read blob %s to resolve an unfinished flush: %w", b.Name, err)
 		}
 		meta := b.Base
+		planned := false     // widenMeta may have sent metadata counting blocks that did not land
 		end := int64(-1)     // end of the last block that landed whole
 		missing := int64(-1) // end of the first planned block that did not
 		for _, c := range in.Chunks {
 			if c.Blob != bi || stop {
 				continue
 			}
+			planned = true
 			ok := c.Offset+int64(c.Stored) <= info.Size
 			if ok && c.Sum != 0 {
 				// The blob is long enough; its bytes say whether they are ours.
@@ -101,7 +103,7 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 				}
 			}
 		}
-		if meta.Count > 0 {
+		if meta.Count > 0 || planned {
 			if err := s.store.SetMetadata(ctx, b.Name, meta.Map()); err != nil {
 				return 0, fmt.Errorf("cannot update metadata of blob %s: %w", b.Name, err)
 			}

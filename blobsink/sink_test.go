@@ -303,7 +303,59 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatal("recovered blobs do not hold every line exactly once")
 		}
 	})
+	t.Run("OneMetadataWritePerFlush", func(t *testing.T) {
+		spy := &metaCounter{Store: newStore(t)}
+		s := newTestSink(t, spy, Config{})
+		key := HourPrefix("meta", hour)
+		total := 0
+		for i := range 4 {
+			before := spy.writes
+			d := lines("meta", hour.Add(time.Duration(i)*time.Minute), 10+i, logline.LevelInfo)
+			if _, err := s.Flush(context.Background(), key, d, noJournal); err != nil {
+				t.Fatal(err)
+			}
+			total += 10 + i
+			if got := spy.writes - before; got != 1 {
+				t.Fatalf("flush %d wrote the metadata %d times, want once", i+1, got)
+			}
+		}
+		m, ok := ParseMeta(stat(t, spy, BlobName(key, 1, CompressNone)).Metadata)
+		if !ok || m.Count != int64(total) || m.End != hour.Add(3*time.Minute+12*time.Second).UnixNano() {
+			t.Fatalf("metadata = %+v, %v; want %d events up to the last one", m, ok, total)
+		}
+	})
+	t.Run("FailedAppendMetadataCorrected", func(t *testing.T) {
+		store := &flakyStore{Store: newStore(t), failAppendsAfter: 1}
+		s := newTestSink(t, store, Config{})
+		key := HourPrefix("fail", hour)
+		if _, err := s.Flush(context.Background(), key, lines("fail", hour, 10, logline.LevelInfo), noJournal); err != nil {
+			t.Fatal(err)
+		}
+		// Sent ahead counting 30 more events, then the append fails.
+		if _, err := s.Flush(context.Background(), key, lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo), noJournal); err == nil {
+			t.Fatal("the failed append was not reported")
+		}
+		store.failAppendsAfter = 0
+		if _, err := s.Flush(context.Background(), key, lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo), noJournal); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := ParseMeta(stat(t, store, BlobName(key, 1, CompressNone)).Metadata)
+		if !ok || m.Count != 15 {
+			t.Fatalf("metadata = %+v, %v; want the 15 events that landed", m, ok)
+		}
+	})
 	writerLifeCycle(t, newStore)
+}
+
+// metaCounter counts metadata writes.
+type metaCounter struct {
+	Store
+	writes int
+}
+
+func (m *metaCounter) SetMetadata(ctx context.Context, name string, meta map[string]string) error {
+	m.writes++
+	return m.Store.SetMetadata(ctx, name, meta)
 }
 
 // metaSpy checks, at every append, that the blob's stored metadata already

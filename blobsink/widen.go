@@ -4,38 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"ingest/logline"
 )
 
-// widenMeta makes the blob's StartTime, EndTime and LogType cover the
-// blocks about to be appended to it, before they are: a query that lists the
-// blob between the append and the final metadata update must not skip it.
-// (EventCount is only raised once the blocks are in.)
+// widenMeta sends the blob's metadata as it will be once the blocks about
+// to be appended to it have landed, before they are: a query that lists
+// the blob between the append and the end of the flush must not skip them.
+// When they all land, that is already the final metadata and finishMeta has
+// nothing to send: one metadata write per flush. When one fails, the
+// metadata counts events that are not there until the key's next flush (or
+// recovery, after a crash) sends what did land.
 func (s *Sink) widenMeta(ctx context.Context, w *writer, planned []intentChunk, blob int, chunks []chunk) error {
-	wide := w.meta
-	have := w.meta.Count > 0
+	ahead := w.meta
 	for j, ic := range planned {
 		if ic.Blob != blob {
 			break
 		}
-		m := chunks[j].meta
-		if m.Count == 0 {
-			continue
-		}
-		if !have {
-			wide.Start, wide.End, have = m.Start, m.End, true
-		}
-		wide.Start = min(wide.Start, m.Start)
-		wide.End = max(wide.End, m.End)
-		wide.Levels |= m.Levels
+		ahead = ahead.Merge(chunks[j].meta)
 	}
-	if wide == w.meta && w.metaSent {
+	if ahead == w.meta && w.metaSent {
 		return nil
 	}
-	md := wide.Map()
-	md[MetaStartTime] = string(logline.AppendTime(nil, wide.Start))
-	md[MetaEndTime] = string(logline.AppendTime(nil, wide.End))
-	if err := s.store.SetMetadata(ctx, w.name, md); err != nil {
+	if err := s.store.SetMetadata(ctx, w.name, ahead.Map()); err != nil {
 		s.met.errors.WithLabelValues("metadata").Inc()
 		if errors.Is(err, ErrNotFound) {
 			s.abandon(w, "the blob vanished")
@@ -43,16 +32,32 @@ func (s *Sink) widenMeta(ctx context.Context, w *writer, planned []intentChunk, 
 		}
 		return fmt.Errorf("cannot widen the metadata of blob %s before appending: %w", w.name, err)
 	}
+	s.met.metaWrites.Inc()
+	w.ahead, w.aheadSet = ahead, true
+	w.metaSent = ahead == w.meta
 	return nil
 }
 
-// finishMeta sends the blob's metadata as it stands after the flush's
-// blocks. A failure is only logged: the next flush or recovery sends it.
+// finishMeta makes the blob's metadata what landed, after the flush's
+// blocks: nothing to send when widenMeta already sent exactly that. A
+// failure is only logged: the next flush or recovery sends it.
 func (s *Sink) finishMeta(ctx context.Context, w *writer) {
-	if err := s.store.SetMetadata(ctx, w.name, w.meta.Map()); err != nil {
-		s.log.Warn("cannot update blob metadata, will retry on the next flush", "blob", w.name, "err", err)
-		s.met.errors.WithLabelValues("metadata").Inc()
+	if w.aheadSet && w.ahead == w.meta {
+		w.metaSent, w.aheadSet = true, false
 		return
 	}
-	w.metaSent = true
+	if err := s.publish(ctx, w); err != nil {
+		s.log.Warn("cannot update blob metadata, will retry on the next flush", "blob", w.name, "err", err)
+		s.met.errors.WithLabelValues("metadata").Inc()
+	}
+}
+
+// publish sends the metadata of what landed in the writer's blob.
+func (s *Sink) publish(ctx context.Context, w *writer) error {
+	if err := s.store.SetMetadata(ctx, w.name, w.meta.Map()); err != nil {
+		return err
+	}
+	s.met.metaWrites.Inc()
+	w.metaSent, w.aheadSet = true, false
+	return nil
 }

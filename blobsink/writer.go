@@ -48,6 +48,11 @@ type writer struct {
 	blocks   int
 	meta     Meta // of everything appended so far
 	metaSent bool // meta is what the store holds
+	// ahead is what the store holds while aheadSet: meta with the blocks
+	// being appended, sent before them (widenMeta). When they all land,
+	// meta catches up with it and no second metadata write is needed.
+	ahead    Meta
+	aheadSet bool
 	state    writerState
 	why      string // why it was abandoned
 

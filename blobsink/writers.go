@@ -15,9 +15,7 @@ func (s *Sink) setWriter(key string, ws []*writer, current int) {
 	// finished now, best effort; recovery covers a crash before that.
 	for _, w := range ws[:current] {
 		if !w.metaSent && w.state != writerAbandoned {
-			if err := s.store.SetMetadata(context.Background(), w.name, w.meta.Map()); err == nil {
-				w.metaSent = true
-			}
+			_ = s.publish(context.Background(), w)
 		}
 	}
 	if !ws[current].open() && current+1 < len(ws) {
@@ -44,15 +42,13 @@ func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 		}
 	}
 	s.mu.Unlock()
-	if w != nil && w.open() && !w.metaSent && w.meta.Count > 0 {
-		err := s.store.SetMetadata(ctx, w.name, w.meta.Map())
+	if w != nil && w.open() && !w.metaSent && (w.meta.Count > 0 || w.aheadSet) {
+		err := s.publish(ctx, w)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			s.abandon(w, "the blob vanished")
 		case err != nil:
 			return nil, fmt.Errorf("cannot update metadata of blob %s: %w", w.name, err)
-		default:
-			w.metaSent = true
 		}
 	}
 	if w != nil {
