@@ -52,6 +52,7 @@ var allSections = []string{"lowcost", "loadgen", "openloop", "azurite", "limits"
 
 func main() {
 	var o options
+	prebuilt := pflag.String("ingest", "", "use this ingest binary instead of building one from the working tree (to compare versions)")
 	discard := pflag.String("discard-server", "", "internal: serve a fasthttp server on this address that discards every body")
 	pflag.DurationVar(&o.duration, "duration", 10*time.Second, "load per row and run")
 	pflag.IntVar(&o.runs, "runs", 1, "rounds; each row shows the median of its rounds")
@@ -81,8 +82,13 @@ func main() {
 	dir, err := os.MkdirTemp("", "ingest-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	bin, err := ingestexec.Build(dir, false)
-	check(err)
+	bin := *prebuilt
+	if bin == "" {
+		bin, err = ingestexec.Build(dir, false)
+		check(err)
+	} else {
+		check(checkPeer("--ingest", bin))
+	}
 	b := &bench{o: o, bin: bin, dir: dir}
 	b.header()
 	for round := range o.runs {
