@@ -39,7 +39,8 @@ type Report struct {
 	MBPerSecRaw    float64 `json:"mb_per_sec_raw"`
 	MBPerSecWire   float64 `json:"mb_per_sec_wire"`
 
-	Latency   Latency          `json:"latency"` // per request, from the intended send time
+	Latency   Latency          `json:"latency"`  // per request, from the intended send time
+	SendLag   Latency          `json:"send_lag"` // open loop: how late requests went out (every worker busy at their time)
 	Histogram []HistBucket     `json:"histogram"`
 	Status    map[string]int64 `json:"status"` // final answers by status ("202", "transport: timeout")
 	Errors    int64            `json:"errors"` // requests not answered 2xx
@@ -112,6 +113,10 @@ func (r *Report) WriteText(w io.Writer) {
 		from = "closed loop: from the send time"
 	}
 	p("  latency        p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (%s)\n", ms(l.P50), ms(l.P90), ms(l.P99), ms(l.P999), ms(l.Max), from)
+	if r.Rate > 0 {
+		g := r.SendLag
+		p("  schedule       sent late by p50 %s  p99 %s  max %s  (every one of the %d workers busy at the scheduled time; counted in the latency)\n", ms(g.P50), ms(g.P99), ms(g.Max), r.Concurrency)
+	}
 	p("  status        ")
 	for _, k := range sortedKeys(r.Status) {
 		p(" %s: %s", k, human(r.Status[k]))

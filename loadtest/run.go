@@ -335,6 +335,9 @@ func (r *runner) sendTicket(ctx context.Context, w *worker, s *stream, k int64, 
 	o := outcome{events: n, rawBytes: len(raw)}
 	w.req.SetRequestURI(uri)
 	w.req.SetBodyRaw(body)
+	if s.intervalNs > 0 && !s.attack {
+		r.st.sendLag(time.Since(intended))
+	}
 	st := r.post(ctx, w, intended, &o)
 	o.latency = time.Since(intended)
 	r.st.record(&o)
@@ -522,6 +525,7 @@ func (r *runner) report(end time.Time) *Report {
 		LoginsSent: r.loginsSent.Load(), AttackSent: r.attackSent.Load(),
 		BytesRaw: t.raw, BytesWire: t.wire,
 		Latency:   latencySummary(st.all),
+		SendLag:   latencySummary(st.lag),
 		Histogram: logBuckets(st.all),
 		Status:    maps(st.status),
 		Errors:    t.errors,

@@ -133,6 +133,11 @@ func TestOpenLoopStall(t *testing.T) {
 	if rep.Latency.P99 < 200 || rep.Latency.P90 < 50 {
 		t.Errorf("p90 %.1fms p99 %.1fms: the stall is hidden", rep.Latency.P90, rep.Latency.P99)
 	}
+	// The one worker was busy through the stall: the requests due then
+	// went out late, and the report says so.
+	if rep.SendLag.Count != 100 || rep.SendLag.Max < 200 {
+		t.Errorf("send lag %+v: want 100 sends, the latest at least 200 ms late", rep.SendLag)
+	}
 }
 
 // TestRetryAfter answers 429 and 503 before accepting: every batch is

@@ -40,6 +40,7 @@ type outcome struct {
 type stats struct {
 	mu     sync.Mutex
 	all    *hdr.Histogram
+	lag    *hdr.Histogram // open loop: how late each request was sent
 	sec    *hdr.Histogram // the current second
 	cur    SecondStats
 	series []SecondStats
@@ -55,7 +56,7 @@ type totals struct {
 }
 
 func newStats() *stats {
-	return &stats{all: newHist(), sec: newHist(), status: map[string]int64{}}
+	return &stats{all: newHist(), lag: newHist(), sec: newHist(), status: map[string]int64{}}
 }
 
 func latencyUs(d time.Duration) int64 {
@@ -88,6 +89,15 @@ func (s *stats) record(o *outcome) {
 		t.errors++
 		s.cur.Errors++
 	}
+	s.mu.Unlock()
+}
+
+// sendLag records how late an open-loop request went out: its workers were
+// all busy at its scheduled time.
+func (s *stats) sendLag(d time.Duration) {
+	us := latencyUs(d)
+	s.mu.Lock()
+	s.lag.RecordValue(us)
 	s.mu.Unlock()
 }
 

@@ -57,6 +57,9 @@ func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []stri
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
 	cpu := cpuSeconds(pid) - cpu0
+	if rate > 0 {
+		fmt.Fprintf(stderr, "bench:     open loop: requests sent late by p99 %.1f ms, max %.1f ms\n", rep.SendLag.P99, rep.SendLag.Max)
+	}
 	out := result{
 		answered: rep.EventsPerSec, mbps: rep.MBPerSecRaw, rssMiB: peakRSSMiB(pid),
 		p50: rep.Latency.P50, p99: rep.Latency.P99, p999: rep.Latency.P999, errors: rep.Errors,
