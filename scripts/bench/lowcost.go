@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -306,7 +310,34 @@ func (b *bench) victoriaRow(body []byte) result {
 	if res.ok > 0 {
 		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
 	}
+	// It answers before its buffers reach storage: make sure rows did.
+	time.Sleep(2 * time.Second)
+	rows := victoriaRows(addr)
+	fmt.Fprintf(stderr, "bench:     victoria-logs holds %d rows of %d answered\n", rows, res.ok*int64(l.events))
+	if res.ok > 0 && rows == 0 {
+		check(fmt.Errorf("victoria-logs answered %d requests but stored no row", res.ok))
+	}
 	return out
+}
+
+// victoriaRows counts the rows VictoriaLogs stored; -1 when it cannot tell.
+func victoriaRows(addr string) int64 {
+	resp, err := http.PostForm("http://"+addr+"/select/logsql/query", url.Values{"query": {"* | stats count() rows"}})
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Rows string `json:"rows"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(v.Rows, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 func splitAddr(addr string) (string, string) {
