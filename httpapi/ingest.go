@@ -75,7 +75,9 @@ const inflightWait = 100 * time.Millisecond
 // readStep is how much body a request reads, and reserves, at a time.
 const readStep = 64 << 10
 
-// ingest handles POST /v1/logs[/{service}] and POST /v1/logins.
+// ingest handles POST /v1/logs[/{service}] and POST /v1/logins: receive
+// the body, parse it into the request's batch, add the batch to the
+// buffer, answer.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	if s.closing.Load() {
 		writeError(ctx, errShuttingDown)
@@ -88,55 +90,19 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	st.reset()
 	defer statePool.Put(st)
 
-	if n := int64(ctx.Request.Header.ContentLength()); n > s.cfg.MaxBodyBytes {
-		writeError(ctx, httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept a body of %d bytes: it is over --max-body-bytes (%d)", n, s.cfg.MaxBodyBytes))
-		return
-	}
 	// Memory is reserved against --max-inflight-bytes as the body arrives,
 	// never for what a header declares: a stalled upload holds only what it
 	// sent, and its connection, not everyone's budget.
 	var held int64
 	defer func() { s.inflight.Release(held) }()
-	body, err := s.readBody(ctx, st, &held)
+	body, format, err := s.receive(ctx, st, &held, logins)
 	if err != nil {
 		writeError(ctx, err)
 		return
 	}
-	s.met.bytesIn.Add(float64(len(body)))
-	if enc := ctx.Request.Header.Peek("Content-Encoding"); len(enc) > 0 && !bytes.EqualFold(enc, []byte("identity")) {
-		st.decoded, err = intake.Decompress(st.decoded[:0], body, string(enc), int(s.cfg.MaxDecompressedBytes))
-		if err != nil {
-			writeError(ctx, err)
-			return
-		}
-		// The decoded body is held too: count it, or refuse.
-		if err := s.reserve(ctx, &held, int64(len(st.decoded))); err != nil {
-			writeError(ctx, err)
-			return
-		}
-		body = st.decoded
-	}
-	// The encoded lines about match the decoded body in size: count them too.
-	if err := s.reserve(ctx, &held, int64(len(body))); err != nil {
-		writeError(ctx, err)
-		return
-	}
-	format, err := intake.DetectFormat(string(ctx.Request.Header.ContentType()), body, !logins)
-	if err != nil {
-		writeError(ctx, err)
-		return
-	}
-
 	p := intake.GetParser()
 	defer intake.PutParser(p)
-	d := intake.Defaults{Now: time.Now().UnixNano()}
-	var res intake.Result
-	if logins {
-		res, err = p.ParseLogins(body, format, d, func(l *intake.Login) error { return s.addLogin(st, l) })
-	} else {
-		d.Service = s.serviceOf(ctx)
-		res, err = p.ParseLogs(body, format, d, func(e *logline.Event) { s.addEvent(st, e) })
-	}
+	res, err := s.parse(ctx, st, p, body, format, logins)
 	if err != nil {
 		writeError(ctx, err)
 		return
@@ -152,18 +118,90 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 			return
 		}
 	}
+	err = s.addBatch(&st.batch)
+	pending := errors.Is(err, buffer.ErrAckTimeout)
+	if err != nil && !pending {
+		writeError(ctx, err)
+		return
+	}
+	s.accepted(st, &res, logins)
+	if pending {
+		s.writePending(ctx, &res, format, err)
+		return
+	}
+	ctx.Response.Header.Set("X-Ingest-Ack", s.deps.Buffer.Ack())
+	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
+}
+
+// receive reads the body under --max-body-bytes, decompresses it and
+// reserves --max-inflight-bytes for what the request holds (held), and
+// tells its format.
+func (s *Server) receive(ctx *fasthttp.RequestCtx, st *reqState, held *int64, logins bool) ([]byte, intake.Format, error) {
+	if n := int64(ctx.Request.Header.ContentLength()); n > s.cfg.MaxBodyBytes {
+		return nil, 0, httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept a body of %d bytes: it is over --max-body-bytes (%d)", n, s.cfg.MaxBodyBytes)
+	}
+	body, err := s.readBody(ctx, st, held)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.met.bytesIn.Add(float64(len(body)))
+	if body, err = s.decode(ctx, st, held, body); err != nil {
+		return nil, 0, err
+	}
+	// The encoded lines about match the decoded body in size: count them too.
+	if err := s.reserve(ctx, held, int64(len(body))); err != nil {
+		return nil, 0, err
+	}
+	format, err := intake.DetectFormat(string(ctx.Request.Header.ContentType()), body, !logins)
+	return body, format, err
+}
+
+// decode undoes the body's Content-Encoding into st.decoded, reserving
+// what the decoded body holds; an identity body is returned as it is.
+func (s *Server) decode(ctx *fasthttp.RequestCtx, st *reqState, held *int64, body []byte) ([]byte, error) {
+	enc := ctx.Request.Header.Peek("Content-Encoding")
+	if len(enc) == 0 || bytes.EqualFold(enc, []byte("identity")) {
+		return body, nil
+	}
+	var err error
+	st.decoded, err = intake.Decompress(st.decoded[:0], body, string(enc), int(s.cfg.MaxDecompressedBytes))
+	if err != nil {
+		return nil, err
+	}
+	// The decoded body is held too: count it, or refuse.
+	if err := s.reserve(ctx, held, int64(len(st.decoded))); err != nil {
+		return nil, err
+	}
+	return st.decoded, nil
+}
+
+// parse parses body into the request's batch: log events grouped per
+// service and hour, or login attempts per day table.
+func (s *Server) parse(ctx *fasthttp.RequestCtx, st *reqState, p *intake.Parser, body []byte, format intake.Format, logins bool) (intake.Result, error) {
+	d := intake.Defaults{Now: time.Now().UnixNano()}
+	if logins {
+		return p.ParseLogins(body, format, d, func(l *intake.Login) error { return s.addLogin(st, l) })
+	}
+	d.Service = s.serviceOf(ctx)
+	return p.ParseLogs(body, format, d, func(e *logline.Event) { s.addEvent(st, e) })
+}
+
+// addBatch adds the batch to the buffer; when it returns nil or
+// ErrAckTimeout the batch is as safe as --ack promises (ErrAckTimeout: in
+// the write-ahead log, not yet in storage).
+func (s *Server) addBatch(batch *buffer.Batch) error {
 	// The request's deadline: --ack-timeout bounds the wait for storage
 	// (the buffer answers ErrAckTimeout first), the margin covers the rest.
 	// Not derived from ctx: a fasthttp.RequestCtx parent costs a goroutine
 	// per request, and shutdown waits for requests in progress anyway.
 	c, cancel := context.WithTimeout(context.Background(), s.deps.Buffer.AckTimeout()+time.Second)
 	defer cancel()
-	err = s.deps.Buffer.Add(c, &st.batch)
-	pending := errors.Is(err, buffer.ErrAckTimeout)
-	if err != nil && !pending {
-		writeError(ctx, err)
-		return
-	}
+	return s.deps.Buffer.Add(c, batch)
+}
+
+// accepted counts an accepted batch (stats counters, metrics) and shows
+// its log events to live tails.
+func (s *Server) accepted(st *reqState, res *intake.Result, logins bool) {
 	if !logins && s.deps.Counters != nil {
 		for i := range st.counts {
 			c := &st.counts[i]
@@ -179,22 +217,21 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	if !logins {
 		s.publishTail(&st.batch)
 	}
-	if pending {
-		// Still a 2xx, and true: the batch is in the fsync'd WAL and will be
-		// stored. A client that resent it would store it twice.
-		s.met.ackTimeouts.Inc()
-		ctx.Response.Header.Set("X-Ingest-Ack", buffer.AckWAL)
-		s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
-		if format != intake.FormatOTLPProto && format != intake.FormatOTLPJSON {
-			b := ctx.Response.Body()
-			b = append(b[:len(b)-2], `,"stored":false,"message":`...) // drop "}\n"
-			b = logline.AppendQuoted(b, []byte(err.Error()))
-			ctx.SetBody(append(b, "}\n"...))
-		}
-		return
+}
+
+// writePending answers a batch that --ack-timeout cut short: still a 2xx,
+// and true: the batch is in the fsync'd WAL and will be stored. A client
+// that resent it would store it twice.
+func (s *Server) writePending(ctx *fasthttp.RequestCtx, res *intake.Result, format intake.Format, err error) {
+	s.met.ackTimeouts.Inc()
+	ctx.Response.Header.Set("X-Ingest-Ack", buffer.AckWAL)
+	s.writeResult(ctx, fasthttp.StatusAccepted, res, format)
+	if format != intake.FormatOTLPProto && format != intake.FormatOTLPJSON {
+		b := ctx.Response.Body()
+		b = append(b[:len(b)-2], `,"stored":false,"message":`...) // drop "}\n"
+		b = logline.AppendQuoted(b, []byte(err.Error()))
+		ctx.SetBody(append(b, "}\n"...))
 	}
-	ctx.Response.Header.Set("X-Ingest-Ack", s.deps.Buffer.Ack())
-	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
 }
 
 // reserve adds n bytes to the request's share of --max-inflight-bytes
