@@ -38,9 +38,6 @@ func (b *bench) azurite() {
 	b.add("azurite: ingest --storage, under load", fmt.Sprintf("load generator (closed loop, batch 1000, %d conns) into ingest --ack wal --storage on the same Azurite; MB/s of lines appended (ingest_blob_appended_bytes_total) from the first flush to the end of the load", b.o.concurrency), load)
 	b.add("azurite: ingest --storage, draining", "the same server right after the load: MB/s of lines appended while it empties its buffer with no client", drain)
 	b.add("azurite: ingest --storage, paced", "the same server, then the load generator open loop at the rate (in events/s) that makes the plain client's MB/s of lines: MB/s appended from its first flush to the end", paced)
-	b.addRatio("ingest --storage paced at the raw rate / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, paced", "azurite: azblob 4 MiB appends", true)
-	b.addRatio("ingest --storage under load / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends", true)
-	b.addRatio("ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", true)
 }
 
 func (b *bench) rawAppends(conn string) result {

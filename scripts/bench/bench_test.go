@@ -71,3 +71,45 @@ func TestRatioUsesWrittenWhereKnown(t *testing.T) {
 		t.Errorf("rate = %v, want the answered rate 10", got)
 	}
 }
+
+func TestVerdict(t *testing.T) {
+	for _, c := range []struct {
+		got, want float64
+		most      bool
+		met       bool
+	}{
+		{1.6e6, 1.5e6, false, true},
+		{1.5e6, 1.5e6, false, true},
+		{1.2e6, 1.5e6, false, false},
+		{0.9, 1.0, true, true},
+		{1.2, 1.0, true, false},
+	} {
+		if v := verdict(c.got, c.want, c.most); (v == "met") != c.met {
+			t.Errorf("verdict(%v, %v, most=%v) = %q", c.got, c.want, c.most, v)
+		}
+	}
+}
+
+func TestTargetsNameRowsAndRatiosTheBenchMakes(t *testing.T) {
+	// Every target reads a row or ratio by name: a renamed row would
+	// silently drop its target from the summary.
+	b := &bench{o: options{batches: []int{1000}, lowEvents: 1000, lowConns: 8, fluentBit: "fb", victoriaLogs: "vl"}}
+	b.rounds = []map[string]result{{}}
+	full := result{answered: 1, written: 1, mbps: 1, cpuPerM: 1, p99: 1, p999: 1}
+	for _, name := range []string{"lowcost: ingest --ack wal", "lowcost: ingest --ack wal, gzip", "lowcost: ingest --ack wal, zstd",
+		"lowcost: fluent-bit", "lowcost: victoria-logs", "loadgen: ingest --ack wal, batch 1000", "loadgen: ingest --ack memory, batch 1000",
+		"openloop: ingest --ack wal, batch 1000", "azurite: azblob 4 MiB appends", "azurite: ingest --storage, under load",
+		"azurite: ingest --storage, draining", "azurite: ingest --storage, paced"} {
+		b.rounds[0][name] = full
+		if b.notes == nil {
+			b.notes = map[string]string{}
+		}
+		b.notes[name] = ""
+	}
+	registerRatios(b)
+	for _, tg := range targets {
+		if _, ok := tg.got(b); !ok {
+			t.Errorf("target %q finds no row or ratio", tg.what)
+		}
+	}
+}

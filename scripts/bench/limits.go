@@ -44,8 +44,6 @@ func (b *bench) limits() {
 	b.add("limit: fasthttp, read and discard", "a bare fasthttp server (scripts/bench) reading each body and answering 202, with the low-cost client", out)
 
 	b.add("limit: memcpy", fmt.Sprintf("one core copying the low-cost body (%d B) over and over", len(body)), memcpyRate(body, l.events, min(b.o.duration, 3*time.Second)))
-	b.addRatio("fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", false)
-	b.addRatio("memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", false)
 }
 
 // memcpyRate copies body into a buffer as often as it can for d and

@@ -172,8 +172,6 @@ func (b *bench) lowCost() {
 	zs := l
 	zs.body, zs.encoding = zstdBytes(body), "zstd"
 	b.add("lowcost: ingest --ack wal, zstd", fmt.Sprintf("the same body zstd'd by the client (%d -> %d B)", len(body), len(zs.body)), b.lowCostIngest(zs))
-	b.addRatio("ingest --ack wal / Fluent Bit (written end to end)", "lowcost: ingest --ack wal", "lowcost: fluent-bit", false)
-	b.addRatio("ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", false)
 
 	if b.o.fluentBit != "" {
 		b.add("lowcost: fluent-bit", "in_http -> out_file (Format plain); answers before writing and never fsyncs: written/s counts lines in the file, from the first request to the last line", b.fluentBitRow(body))

@@ -90,6 +90,7 @@ func main() {
 		check(checkPeer("--ingest", bin))
 	}
 	b := &bench{o: o, bin: bin, dir: dir}
+	registerRatios(b)
 	b.header()
 	for round := range o.runs {
 		fmt.Fprintf(os.Stderr, "bench: round %d of %d\n", round+1, o.runs)

@@ -60,13 +60,18 @@ func (b *bench) add(name, note string, r result) {
 	fmt.Fprintf(stderr, "bench:   %-34s %s\n", name, brief(r))
 }
 
-func (b *bench) addRatio(label, num, den string, mbps bool) {
-	for _, r := range b.ratios {
-		if r.label == label {
-			return
-		}
+// registerRatios sets the ratios the bench prints; one whose rows did not
+// run is left out.
+func registerRatios(b *bench) {
+	b.ratios = []ratio{
+		{"ingest --ack wal / Fluent Bit (written end to end)", "lowcost: ingest --ack wal", "lowcost: fluent-bit", false},
+		{"ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", false},
+		{"ingest --storage under load / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends", true},
+		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", true},
+		{"ingest --storage paced at the raw rate / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, paced", "azurite: azblob 4 MiB appends", true},
+		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", false},
+		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", false},
 	}
-	b.ratios = append(b.ratios, ratio{label, num, den, mbps})
 }
 
 func brief(r result) string {
@@ -86,77 +91,169 @@ func brief(r result) string {
 	return s
 }
 
-// print writes the table of medians and the ratios.
+// print writes the table of medians, the ratios, the targets and the
+// rows' notes.
 func (b *bench) print(w io.Writer) {
 	const f = "%-34s %11s %11s %8s %9s %8s %8s %8s %9s %7s\n"
 	fmt.Fprintf(w, f, "row", "events/s", "written/s", "MB/s", "CPU-s/M", "RSS MiB", "p50 ms", "p99 ms", "p99.9 ms", "errors")
+	cell := func(v float64, format string) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf(format, v)
+	}
 	for _, name := range b.order {
-		var rs []result
-		for _, rd := range b.rounds {
-			if r, ok := rd[name]; ok {
-				rs = append(rs, r)
-			}
-		}
-		col := func(get func(result) float64, format string) string {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = get(r)
-			}
-			m := median(v)
-			if m == 0 {
-				return "-"
-			}
-			return fmt.Sprintf(format, m)
-		}
-		errs := col(func(r result) float64 { return float64(r.errors) }, "%.0f")
-		if errs == "-" {
-			errs = "0"
-		}
-		fmt.Fprintf(w, f, name,
-			col(func(r result) float64 { return r.answered }, "%.0f"),
-			col(func(r result) float64 { return r.written }, "%.0f"),
-			col(func(r result) float64 { return r.mbps }, "%.1f"),
-			col(func(r result) float64 { return r.cpuPerM }, "%.2f"),
-			col(func(r result) float64 { return r.rssMiB }, "%.0f"),
-			col(func(r result) float64 { return r.p50 }, "%.1f"),
-			col(func(r result) float64 { return r.p99 }, "%.1f"),
-			col(func(r result) float64 { return r.p999 }, "%.1f"),
-			errs)
+		m := b.medianRow(name)
+		fmt.Fprintf(w, f, name, cell(m.answered, "%.0f"), cell(m.written, "%.0f"), cell(m.mbps, "%.1f"), cell(m.cpuPerM, "%.2f"),
+			cell(m.rssMiB, "%.0f"), cell(m.p50, "%.1f"), cell(m.p99, "%.1f"), cell(m.p999, "%.1f"), fmt.Sprint(m.errors))
 	}
 	if len(b.ratios) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "ratios (median of the ratios within each round; rounds in brackets):")
 	}
 	for _, ra := range b.ratios {
-		var v []float64
-		for _, rd := range b.rounds {
-			n, ok1 := rd[ra.num]
-			d, ok2 := rd[ra.den]
-			if !ok1 || !ok2 {
-				continue
-			}
-			x, y := n.rate(), d.rate()
-			if ra.mbps {
-				x, y = n.mbps, d.mbps
-			}
-			if y > 0 {
-				v = append(v, x/y)
-			}
-		}
-		if len(v) == 0 {
+		m, each := b.medianRatio(ra)
+		if len(each) == 0 {
 			continue
 		}
-		each := make([]string, len(v))
-		for i, x := range v {
-			each[i] = fmt.Sprintf("%.2f", x)
+		s := make([]string, len(each))
+		for i, x := range each {
+			s[i] = fmt.Sprintf("%.2f", x)
 		}
-		fmt.Fprintf(w, "  %-58s %6.2fx  [%s]\n", ra.label, median(v), strings.Join(each, " "))
+		fmt.Fprintf(w, "  %-66s %6.2fx  [%s]\n", ra.label, m, strings.Join(s, " "))
 	}
+	b.printTargets(w)
 	fmt.Fprintln(w)
 	for _, name := range b.order {
 		if n := b.notes[name]; n != "" {
 			fmt.Fprintf(w, "%s: %s\n", name, n)
 		}
+	}
+}
+
+// medianRow is each column's median over the rounds that have the row.
+func (b *bench) medianRow(name string) result {
+	var rs []result
+	for _, rd := range b.rounds {
+		if r, ok := rd[name]; ok {
+			rs = append(rs, r)
+		}
+	}
+	col := func(get func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		return median(v)
+	}
+	return result{
+		answered: col(func(r result) float64 { return r.answered }),
+		written:  col(func(r result) float64 { return r.written }),
+		mbps:     col(func(r result) float64 { return r.mbps }),
+		cpuPerM:  col(func(r result) float64 { return r.cpuPerM }),
+		rssMiB:   col(func(r result) float64 { return r.rssMiB }),
+		p50:      col(func(r result) float64 { return r.p50 }),
+		p99:      col(func(r result) float64 { return r.p99 }),
+		p999:     col(func(r result) float64 { return r.p999 }),
+		errors:   int64(col(func(r result) float64 { return float64(r.errors) })),
+	}
+}
+
+// medianRatio is the median of the ratio taken within each round that has
+// both rows, and those ratios.
+func (b *bench) medianRatio(ra ratio) (float64, []float64) {
+	var v []float64
+	for _, rd := range b.rounds {
+		n, ok1 := rd[ra.num]
+		d, ok2 := rd[ra.den]
+		if !ok1 || !ok2 {
+			continue
+		}
+		x, y := n.rate(), d.rate()
+		if ra.mbps {
+			x, y = n.mbps, d.mbps
+		}
+		if y > 0 {
+			v = append(v, x/y)
+		}
+	}
+	return median(v), v
+}
+
+// target is one of the performance goals, checked on the medians.
+type target struct {
+	what string
+	got  func(b *bench) (float64, bool) // the measure, and whether it was measured
+	want float64
+	most bool // want is an upper bound
+	unit string
+}
+
+var targets = []target{
+	{"low-cost client, ingest --ack wal", rowCol("lowcost: ingest --ack wal", func(r result) float64 { return r.answered }), 1.5e6, false, "events/s"},
+	{"  ... / Fluent Bit written end to end", ratioOf("ingest --ack wal / Fluent Bit (written end to end)"), 4, false, "x"},
+	{"  ... / VictoriaLogs answered", ratioOf("ingest --ack wal / VictoriaLogs (answered)"), 2, false, "x"},
+	{"low-cost client, gzip body", rowCol("lowcost: ingest --ack wal, gzip", func(r result) float64 { return r.answered }), 6e5, false, "events/s"},
+	{"low-cost client, zstd body", rowCol("lowcost: ingest --ack wal, zstd", func(r result) float64 { return r.answered }), 6e5, false, "events/s"},
+	{"load generator --ack wal, CPU per million events", rowCol("loadgen: ingest --ack wal, batch 1000", func(r result) float64 { return r.cpuPerM }), 1.0, true, "CPU-s"},
+	{"load generator --ack memory, CPU per million events", rowCol("loadgen: ingest --ack memory, batch 1000", func(r result) float64 { return r.cpuPerM }), 0.8, true, "CPU-s"},
+	{"open loop at half the maximum, p99", rowCol("openloop: ingest --ack wal, batch 1000", func(r result) float64 { return r.p99 }), 20, true, "ms"},
+	{"open loop at half the maximum, p99.9", rowCol("openloop: ingest --ack wal, batch 1000", func(r result) float64 { return r.p999 }), 50, true, "ms"},
+	{"Azurite, ingest under load / raw appends", ratioOf("ingest --storage under load / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
+	{"Azurite, ingest draining / raw appends", ratioOf("ingest --storage draining / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
+	{"Azurite, ingest paced at the raw rate / raw appends", ratioOf("ingest --storage paced at the raw rate / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
+}
+
+func rowCol(name string, get func(result) float64) func(b *bench) (float64, bool) {
+	return func(b *bench) (float64, bool) {
+		if _, ok := b.notes[name]; !ok {
+			return 0, false
+		}
+		return get(b.medianRow(name)), true
+	}
+}
+
+func ratioOf(label string) func(b *bench) (float64, bool) {
+	return func(b *bench) (float64, bool) {
+		for _, ra := range b.ratios {
+			if ra.label == label {
+				m, each := b.medianRatio(ra)
+				return m, len(each) > 0
+			}
+		}
+		return 0, false
+	}
+}
+
+// verdict says whether got meets want, and by how much it misses.
+func verdict(got, want float64, most bool) string {
+	if (most && got <= want) || (!most && got >= want) {
+		return "met"
+	}
+	return fmt.Sprintf("NOT met (%.2fx of the target)", got/want)
+}
+
+func (b *bench) printTargets(w io.Writer) {
+	first := true
+	for _, t := range targets {
+		got, ok := t.got(b)
+		if !ok {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "targets (on the medians):")
+			first = false
+		}
+		bound := ">="
+		if t.most {
+			bound = "<="
+		}
+		prec := 2
+		if t.unit == "events/s" {
+			prec = 0
+		}
+		fmt.Fprintf(w, "  %-52s %12.*f %-8s (want %s %.*f)  %s\n", t.what, prec, got, t.unit, bound, prec, t.want, verdict(got, t.want, t.most))
 	}
 }
 
