@@ -38,6 +38,7 @@ import (
 	"ingest/loadtest"
 	"ingest/shard"
 	"ingest/storage"
+	"ingest/tablesink"
 )
 
 func main() {
@@ -50,6 +51,7 @@ func main() {
 	tailOthers := pflag.Int("tail-others", 50000, "other users' attempts in the day table during the reads (Azurite scans the whole table for every query)")
 	flushBytes := pflag.String("flush-bytes", "", "the server's --flush-bytes (default: its own)")
 	before := pflag.String("before", "", "another ingest binary (an earlier version) measured as a third row of each run")
+	curve := pflag.IntSlice("tail-curve", nil, "table sizes (entities, ascending) at which to time the range query of GET /v1/logins/{user}?limit=20 straight on Azurite, e.g. 10000,100000,1000000; then exit")
 	pflag.Parse()
 	var serverArgs []string
 	if *flushBytes != "" {
@@ -70,6 +72,10 @@ func main() {
 	svc, err := (&storage.Config{ConnString: conn}).TableClient()
 	check(err)
 
+	if len(*curve) > 0 {
+		tailCurve(svc, *curve, *tailAttempts, *parallel)
+		return
+	}
 	fmt.Printf("login tables on Azurite: %d CPUs (Azurite, client and server share them), %d attempts per row, %d users Zipf 1.1, %d transactions in flight\n\n",
 		cpus(), *attempts, *users, *parallel)
 	const rowFormat = "%-5s %-34s %12s %10s %16s\n"
@@ -128,6 +134,69 @@ func rawRate(svc *aztables.ServiceClient, table string, n, parallel int) float64
 	}
 	wg.Wait()
 	return float64(txns*100) / time.Since(start).Seconds()
+}
+
+// tailCurve fills one table step by step to each of sizes entities (a user
+// with attempts entities in its bucket, the rest other users' over 256
+// buckets, written as 100-entity transactions) and after each step times
+// the query GET /v1/logins/{user}?limit=20 makes in a day table: the
+// user's RowKey range in its bucket, $top 21 (tablesink's tailDay).
+func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int) {
+	ctx := context.Background()
+	const table = "tailcurve"
+	_, err := svc.CreateTable(ctx, table, nil)
+	check(err)
+	client := svc.NewClient(table)
+	keyer := shard.NewKeyer(shard.DefaultConfig())
+	user := []byte("tail-user@example.com")
+	home := string(keyer.AppendKey(nil, user, -1))
+	write := func(pk func(txn int) string, name func(txn, j int) string, txns int) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(txns); i = next.Add(1) - 1 {
+					actions := make([]aztables.TransactionAction, 100)
+					for j := range actions {
+						u := name(int(i), j)
+						rk := shard.RowKey(nil, []byte(u), time.Now().UnixNano(), fmt.Appendf(nil, "%d-%d", i, j))
+						actions[j] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: fmt.Appendf(nil,
+							`{"PartitionKey":%q,"RowKey":%q,"User":%q,"Success":false,"IP":"198.51.100.7","UA":"Mozilla/5.0 (X11; Linux x86_64)"}`, pk(int(i)), rk, u)}
+					}
+					_, err := client.SubmitTransaction(ctx, actions, nil)
+					check(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	write(func(int) string { return home }, func(int, int) string { return string(user) }, attempts/100)
+	store := tablesink.NewAzureStore(svc)
+	from, to := shard.UserRange(user)
+	fmt.Printf("the range query of GET /v1/logins/{user}?limit=20 on Azurite (PartitionKey eq, RowKey range, $top 21), a user with %d attempts:\n", attempts)
+	fmt.Printf("%12s %10s %10s %10s\n", "entities", "p50 ms", "p99 ms", "reads")
+	have := attempts
+	for _, size := range sizes {
+		if size > have {
+			txns := (size - have + 99) / 100
+			write(func(txn int) string { return fmt.Sprintf("%04x", txn%256) },
+				func(txn, j int) string { return fmt.Sprintf("user%d@example.com", (txn*100+j)%100000) }, txns)
+			have += txns * 100
+		}
+		reads := max(20, min(200, 20000000/have)) // about a minute per step
+		lat := make([]float64, 0, reads)
+		for range reads {
+			t := time.Now()
+			ents, err := store.Query(ctx, table, home, from, to, 21)
+			check(err)
+			if len(ents) != 21 {
+				check(fmt.Errorf("the range query found %d entities, want 21", len(ents)))
+			}
+			lat = append(lat, float64(time.Since(t).Microseconds())/1000)
+		}
+		sort.Float64s(lat)
+		fmt.Printf("%12d %10.1f %10.1f %10d\n", have, lat[len(lat)/2], lat[len(lat)*99/100], reads)
+	}
 }
 
 // server is one running ingest on Azurite.
