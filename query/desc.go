@@ -77,6 +77,7 @@ type kept struct {
 	t    int64
 	seq  int64 // reading order: among equal times the later read is newer
 	line []byte
+	info lineInfo
 }
 
 // keptHeap has the oldest kept event on top.
@@ -136,11 +137,11 @@ func (r *runner) descTop(ctx context.Context, cands []candidate, k int) (done bo
 			seq++
 			switch {
 			case len(h) < k:
-				heap.Push(&h, kept{t: s.t, seq: seq, line: append([]byte(nil), s.head...)})
+				heap.Push(&h, kept{t: s.t, seq: seq, line: append([]byte(nil), s.head...), info: s.info})
 				size += len(s.head) + recSize
 			case s.t > h[0].t || (s.t == h[0].t && seq > h[0].seq):
 				size += len(s.head) - len(h[0].line)
-				h[0].t, h[0].seq, h[0].line = s.t, seq, append(h[0].line[:0], s.head...)
+				h[0].t, h[0].seq, h[0].line, h[0].info = s.t, seq, append(h[0].line[:0], s.head...), s.info
 				heap.Fix(&h, 0)
 			}
 			if size > r.cfg.SortBytes {
@@ -157,7 +158,7 @@ func (r *runner) descTop(ctx context.Context, cands []candidate, k int) (done bo
 		return 1
 	})
 	for i := range h {
-		if err := r.emit(ctx, i, h[i].line); err != nil {
+		if err := r.emit(ctx, i, h[i].line, &h[i].info); err != nil {
 			return true, err
 		}
 	}
@@ -197,7 +198,7 @@ func (r *runner) descWindow(ctx context.Context, cands []candidate, lo, hi int64
 				overflow = true
 				break
 			}
-			r.sort.add(s.head, s.t)
+			r.sort.add(s.head, &s.info)
 		}
 		r.close(s)
 		if overflow {
@@ -216,7 +217,7 @@ func (r *runner) descWindow(ctx context.Context, cands []candidate, lo, hi int64
 	defer r.sort.reset()
 	r.sort.sortByTime()
 	for i := len(r.sort.recs) - 1; i >= 0; i-- {
-		if err := r.emit(ctx, i, r.sort.line(i)); err != nil {
+		if err := r.emit(ctx, i, r.sort.line(i), &r.sort.recs[i].info); err != nil {
 			return err
 		}
 	}

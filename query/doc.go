@@ -41,9 +41,10 @@
 //
 // # Memory
 //
-// Per query: the sort buffer (Config.SortBytes, plus about 12% for its index
-// with 200-byte lines), and per open blob up to three 128 KiB batches of
-// lines read ahead, a 64 KiB read buffer, a line buffer
+// Per query: the sort buffer (Config.SortBytes, plus about 24% for its index
+// with 200-byte lines), the read-ahead budget (Config.ReadAheadBytes,
+// default 8 MiB, shared by the open blobs), and per open blob one 128 KiB
+// batch of lines read ahead of its own, a 64 KiB read buffer, a line buffer
 // that grows only for lines longer than that (up to Config.MaxLineBytes,
 // default 4 MiB; longer lines are skipped and counted) and, for zstd blobs,
 // the decoder's window (the size of one flushed frame). At most
@@ -60,7 +61,8 @@
 // A line is first checked against the time range by comparing its fixed-width
 // time field as bytes, against the level by its level field, and against the
 // message text on the raw line when the text has no character a JSON encoder
-// might escape; only then is it parsed.
-// Matching lines are parsed once more when handed out. See BenchmarkScan for
+// might escape; only then is it parsed, on its blob's goroutine, which
+// records where its fields are: handing it out builds the event from those
+// offsets without parsing again (a message without escapes is not copied). See BenchmarkScan for
 // lines/s and MB/s on one large hour.
 package query

@@ -15,6 +15,7 @@ type filter struct {
 	text         []byte
 	textRawCheck bool // text can be looked for in the raw line first
 	grep         *regexp.Regexp
+	countOnly    bool // the histogram: time and level are all it needs
 }
 
 // timeOff is where the time field starts in a line ("1.0;").
@@ -86,18 +87,16 @@ func (f *filter) prefilter(line []byte) bool {
 	return true
 }
 
-// needsMessage reports whether match looks at the unescaped message.
-func (f *filter) needsMessage() bool { return f.text != nil }
-
-// match checks a parsed line against every filter.
-func (f *filter) match(line []byte, e *logline.Event) bool {
-	if e.Time < f.from || e.Time >= f.to {
+// match checks a scanned line against every filter; msg is its unescaped
+// message (nil when only the time and level were read: no text filter).
+func (f *filter) match(line []byte, li *lineInfo, msg []byte) bool {
+	if li.t < f.from || li.t >= f.to {
 		return false
 	}
-	if f.level != logline.LevelNone && e.Level < f.level {
+	if f.level != logline.LevelNone && li.level < f.level {
 		return false
 	}
-	if f.text != nil && !bytes.Contains(e.Message, f.text) {
+	if f.text != nil && !bytes.Contains(msg, f.text) {
 		return false
 	}
 	if f.grep != nil && !f.grep.Match(bytes.TrimSuffix(line, []byte{'\n'})) {

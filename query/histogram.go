@@ -45,6 +45,7 @@ func RunHistogram(ctx context.Context, store blobsink.Store, q Query, interval t
 	}
 	h.Counts = make([][7]int64, n)
 	r := newRunner(store, &q, nil, &st)
+	r.f.countOnly = true
 	defer r.decoders.close()
 	from, iv := h.From.UnixNano(), int64(interval)
 	err := r.walk(ctx, func(ctx context.Context, cands []candidate) error {
@@ -71,7 +72,7 @@ func RunHistogram(ctx context.Context, store blobsink.Store, q Query, interval t
 					}
 					break
 				}
-				h.Counts[(s.t-from)/iv][s.ev.Level]++
+				h.Counts[(s.t-from)/iv][s.info.level]++
 			}
 		}
 		return nil

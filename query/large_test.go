@@ -89,17 +89,49 @@ func TestBoundedMemory(t *testing.T) {
 	n := writeLarge(t, s, "big", first, 2, 56<<20, 2, blobsink.CompressNone) +
 		writeLarge(t, s, "big", first.Add(2*time.Hour), 2, 56<<20, 2, blobsink.CompressZstd)
 
+	var got, last int64
+	ordered := true
+	var st Stats
+	peak, base := peakHeap(func(sample func()) {
+		st, err = Run(context.Background(), s, Query{Services: []string{"big"}, From: first, To: first.Add(4 * time.Hour)},
+			func(_ []byte, e *logline.Event) error {
+				ordered = ordered && e.Time >= last
+				last = e.Time
+				if got++; got%8192 == 0 {
+					sample()
+				}
+				return nil
+			})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n || !ordered {
+		t.Fatalf("got %d of %d events, in order %v", got, n, ordered)
+	}
+	const limit = 64 << 20
+	t.Logf("scanned %d MiB in %d blobs; peak HeapInuse %.1f MiB (%.1f MiB before the query)",
+		st.BytesDecoded>>20, st.BlobsRead, float64(peak)/(1<<20), float64(base)/(1<<20))
+	if peak > limit {
+		t.Fatalf("peak HeapInuse %d MiB, want under %d MiB", peak>>20, limit>>20)
+	}
+}
+
+// peakHeap runs fn, which calls sample now and then, and returns the peak
+// HeapInuse seen (sampled every 5 ms too) and HeapInuse before fn.
+func peakHeap(fn func(sample func())) (peak, base uint64) {
 	runtime.GC()
 	debug.FreeOSMemory()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base = ms.HeapInuse
+	var p atomic.Uint64
 	sample := func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		for {
-			p := peak.Load()
-			if ms.HeapInuse <= p || peak.CompareAndSwap(p, ms.HeapInuse) {
+			old := p.Load()
+			if ms.HeapInuse <= old || p.CompareAndSwap(old, ms.HeapInuse) {
 				return
 			}
 		}
@@ -116,30 +148,49 @@ func TestBoundedMemory(t *testing.T) {
 			}
 		}
 	})
-	var got, last int64
-	ordered := true
-	st, err := Run(context.Background(), s, Query{Services: []string{"big"}, From: first, To: first.Add(4 * time.Hour)},
-		func(_ []byte, e *logline.Event) error {
-			ordered = ordered && e.Time >= last
-			last = e.Time
-			if got++; got%8192 == 0 {
-				sample()
-			}
-			return nil
-		})
+	fn(sample)
 	close(done)
 	wg.Wait()
+	return p.Load(), base
+}
+
+// TestReadAheadBudget merges 64 interleaved blobs of one hour: with a small
+// --query-read-ahead-bytes the blobs share it instead of each reading three
+// batches ahead, and the peak heap is far lower than with a budget so large
+// that every blob reads fully ahead.
+func TestReadAheadBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 64 MiB")
+	}
+	s, err := blobsink.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != n || !ordered {
-		t.Fatalf("got %d of %d events, in order %v", got, n, ordered)
+	hour := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	n := writeLarge(t, s, "many", hour, 1, 64<<20, 64, blobsink.CompressNone)
+	defer debug.SetGCPercent(debug.SetGCPercent(10)) // HeapInuse close to what is live
+	measure := func(budget int) uint64 {
+		var got int64
+		peak, base := peakHeap(func(sample func()) {
+			q := Query{Services: []string{"many"}, From: hour, To: hour.Add(time.Hour),
+				Config: Config{SortBytes: 1 << 20, ReadAheadBytes: budget}}
+			_, err = Run(context.Background(), s, q, func(_ []byte, e *logline.Event) error {
+				if got++; got%1024 == 0 {
+					sample()
+				}
+				return nil
+			})
+		})
+		if err != nil || got != n {
+			t.Fatalf("budget %d: got %d of %d events: %v", budget, got, n, err)
+		}
+		t.Logf("64 blobs, read-ahead budget %d MiB: peak HeapInuse %.1f MiB over %.1f MiB before", budget>>20,
+			float64(peak-min(peak, base))/(1<<20), float64(base)/(1<<20))
+		return peak - min(peak, base)
 	}
-	const limit = 64 << 20
-	t.Logf("scanned %d MiB in %d blobs; peak HeapInuse %.1f MiB (%.1f MiB before the query)",
-		st.BytesDecoded>>20, st.BlobsRead, float64(peak.Load())/(1<<20), float64(base.HeapInuse)/(1<<20))
-	if peak.Load() > limit {
-		t.Fatalf("peak HeapInuse %d MiB, want under %d MiB", peak.Load()>>20, limit>>20)
+	small, _, full := measure(1<<20), measure(DefaultReadAhead), measure(1<<30)
+	if small > full*3/4 {
+		t.Fatalf("a 1 MiB read-ahead budget peaked at %d KiB, not well below %d KiB with every blob reading ahead", small>>10, full>>10)
 	}
 }
 

@@ -23,12 +23,14 @@ type stream struct {
 	raw  *countingReader
 	dec  io.ReadCloser
 	lr   *lineReader
-	ev   logline.Event // Time and Level of head
+	info lineInfo // head's fields
 	head []byte
 	t    int64
 
 	feed   chan *lineBatch // matching lines, in blob order; closed at the end
 	free   chan *lineBatch // batches handed back for reuse
+	budget chan struct{}   // the query's read-ahead budget: one token per extra batch
+	extra  int             // tokens taken, returned at close
 	stop   chan struct{}   // closed to end readAhead early
 	exited chan struct{}
 	cur    *lineBatch
@@ -44,15 +46,18 @@ type lineBatch struct {
 }
 
 type batchRec struct {
-	t      int64
+	info   lineInfo
 	off, n int32
-	level  logline.Level
 }
 
-// Read-ahead bounds: each open blob holds at most batchesPerStream batches
-// of about batchBytes (plus one line).
+// Read-ahead bounds: each open blob holds one batch of about batchBytes
+// (plus one line) of its own and up to batchesPerStream-1 more while the
+// query's read-ahead budget (Config.ReadAheadBytes, shared by its open blobs)
+// has room: a few busy blobs read well ahead, many open blobs do not
+// multiply the memory.
 const (
 	batchBytes       = 128 << 10
+	maxBatchRecs     = 4096 // a counting pass copies no lines: bound its records
 	batchesPerStream = 3
 )
 
@@ -139,7 +144,7 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 				return err
 			}
 		}
-		r.sort.add(s.head, s.t)
+		r.sort.add(s.head, &s.info)
 		ok, err := r.advance(s)
 		if err != nil {
 			return err
@@ -179,10 +184,8 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 	}
 	s := &stream{name: c.name, seq: seq, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
 		feed: make(chan *lineBatch, batchesPerStream), free: make(chan *lineBatch, batchesPerStream),
-		stop: make(chan struct{}), exited: make(chan struct{})}
-	for range batchesPerStream {
-		s.free <- &lineBatch{}
-	}
+		budget: r.budget, stop: make(chan struct{}), exited: make(chan struct{})}
+	s.free <- &lineBatch{}
 	f := r.f
 	go s.readAhead(&f)
 	return s, nil
@@ -192,6 +195,10 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 func (r *runner) close(s *stream) {
 	close(s.stop)
 	<-s.exited
+	for range s.extra {
+		r.budget <- struct{}{}
+	}
+	s.extra = 0
 	r.st.BytesRead += s.raw.n
 	r.st.LinesTooLong += s.lr.tooLong
 	r.st.LinesScanned += s.st.LinesScanned
@@ -212,7 +219,7 @@ func (r *runner) advance(s *stream) (bool, error) {
 			if s.pos < len(b.recs) {
 				rec := b.recs[s.pos]
 				s.pos++
-				s.head, s.t, s.ev.Time, s.ev.Level = b.buf[rec.off:rec.off+rec.n], rec.t, rec.t, rec.level
+				s.head, s.t, s.info = b.buf[rec.off:rec.off+rec.n], rec.info.t, rec.info
 				return true, nil
 			}
 			b.buf, b.recs = b.buf[:0], b.recs[:0]
@@ -248,11 +255,28 @@ func (s *stream) readAhead(f *filter) {
 		select {
 		case b = <-s.free:
 			return true
+		default:
+		}
+		if s.extra < batchesPerStream-1 {
+			select {
+			case <-s.budget:
+				s.extra++
+				b = &lineBatch{}
+				return true
+			default:
+			}
+		}
+		select {
+		case b = <-s.free:
+			return true
 		case <-s.stop:
 			return false
 		}
 	}
-	var ev logline.Event
+	var (
+		li      lineInfo
+		scratch []byte
+	)
 	for {
 		line, err := s.lr.next()
 		if err != nil {
@@ -273,33 +297,40 @@ func (s *stream) readAhead(f *filter) {
 		if !f.prefilter(line) {
 			continue
 		}
-		// The message is unescaped only when a filter needs it; otherwise
-		// the full parse waits until the line is handed out, so a matching
-		// line is parsed once, not twice.
-		if f.needsMessage() {
-			if logline.Parse(line, &ev) != nil {
-				s.st.LinesBad++
-				continue
-			}
-		} else if !parseHead(line, &ev) {
+		// A counting pass (the histogram) needs the time and level only,
+		// unless it filters by text; otherwise the whole line is checked and
+		// its fields recorded here, on this blob's goroutine, so handing it
+		// out needs no parse.
+		var msg []byte
+		ok := true
+		if f.countOnly && f.text == nil {
+			ok = parseHead(line, &li)
+		} else {
+			msg, ok = scanLine(line, &li, &scratch)
+		}
+		if !ok {
 			s.st.LinesBad++
 			continue
 		}
-		if !f.match(line, &ev) {
+		if !f.match(line, &li, msg) {
 			continue
 		}
 		s.st.LinesMatched++
-		b.recs = append(b.recs, batchRec{t: ev.Time, off: int32(len(b.buf)), n: int32(len(line)), level: ev.Level})
-		b.buf = append(b.buf, line...)
-		if len(b.buf) >= batchBytes && !send() {
+		if f.countOnly {
+			b.recs = append(b.recs, batchRec{info: li})
+		} else {
+			b.recs = append(b.recs, batchRec{info: li, off: int32(len(b.buf)), n: int32(len(line))})
+			b.buf = append(b.buf, line...)
+		}
+		if (len(b.buf) >= batchBytes || len(b.recs) >= maxBatchRecs) && !send() {
 			return
 		}
 	}
 }
 
-// parseHead reads a line's version, time and level, enough to filter and
-// order it; Parse checks the rest when the line is handed out.
-func parseHead(line []byte, e *logline.Event) bool {
+// parseHead reads a line's version, time and level, enough to filter,
+// order and count it.
+func parseHead(line []byte, li *lineInfo) bool {
 	const end = timeOff + len(logline.TimeLayout)
 	if len(line) <= end || string(line[:timeOff]) != logline.Version+";" || line[end] != ';' {
 		return false
@@ -317,7 +348,7 @@ func parseHead(line []byte, e *logline.Event) bool {
 	if !ok {
 		return false
 	}
-	e.Time, e.Level = t, l
+	li.t, li.level = t, l
 	return true
 }
 
@@ -386,27 +417,23 @@ func (r *runner) flush(ctx context.Context) error {
 	defer r.sort.reset()
 	r.sort.sortByTime()
 	for i := range r.sort.recs {
-		if err := r.emit(ctx, i, r.sort.line(i)); err != nil {
+		if err := r.emit(ctx, i, r.sort.line(i), &r.sort.recs[i].info); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// emit parses a matching line and hands it to fn; i counts the lines of one
-// hand-out, to check ctx now and then. errStop once Limit lines are out.
-func (r *runner) emit(ctx context.Context, i int, line []byte) error {
+// emit hands a matching line to fn, its event filled from li; i counts
+// the lines of one hand-out, to check ctx now and then. errStop once Limit
+// lines are out.
+func (r *runner) emit(ctx context.Context, i int, line []byte, li *lineInfo) error {
 	if i&1023 == 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	if err := logline.Parse(line, &r.ev); err != nil {
-		// Only its time and level were checked so far (parseHead).
-		r.st.LinesBad++
-		r.st.LinesMatched--
-		return nil
-	}
+	li.event(line, &r.ev, &r.msg)
 	if err := r.fn(line, &r.ev); err != nil {
 		return err
 	}

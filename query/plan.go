@@ -38,6 +38,9 @@ type runner struct {
 	f     filter
 	sort  sorter
 	ev    logline.Event // handed to fn
+	msg   []byte        // ev's unescaped message, when it has escapes
+
+	budget chan struct{} // read-ahead batches beyond one per open blob (see stream)
 
 	hourStart time.Time // the hour walkDesc is in
 
@@ -46,7 +49,12 @@ type runner struct {
 
 func newRunner(store blobsink.Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
 	cfg := q.Config.withDefaults()
-	return &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}}
+	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}}
+	r.budget = make(chan struct{}, cfg.ReadAheadBytes/batchBytes)
+	for range cap(r.budget) {
+		r.budget <- struct{}{}
+	}
+	return r
 }
 
 func (r *runner) run(ctx context.Context) error {

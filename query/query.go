@@ -48,6 +48,7 @@ const (
 	DefaultSortBytes    = 16 << 20
 	DefaultMaxLineBytes = 4 << 20
 	DefaultMaxOpenBlobs = 64
+	DefaultReadAhead    = 8 << 20
 )
 
 // Config bounds the memory of one query (see the package comment).
@@ -55,11 +56,15 @@ type Config struct {
 	SortBytes    int // sort buffer for one hour's matching lines
 	MaxLineBytes int // longer lines are skipped and counted
 	MaxOpenBlobs int // blobs open at once within an hour
+	// ReadAheadBytes is read ahead, decoded and filtered, shared by the
+	// open blobs beyond one batch (128 KiB) each.
+	ReadAheadBytes int
 }
 
 // DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
-	return Config{SortBytes: DefaultSortBytes, MaxLineBytes: DefaultMaxLineBytes, MaxOpenBlobs: DefaultMaxOpenBlobs}
+	return Config{SortBytes: DefaultSortBytes, MaxLineBytes: DefaultMaxLineBytes, MaxOpenBlobs: DefaultMaxOpenBlobs,
+		ReadAheadBytes: DefaultReadAhead}
 }
 
 // RegisterFlags adds the query memory flags to fs, with c's values as
@@ -69,6 +74,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.IntBytesVar(fs, &c.SortBytes, "query-sort-bytes", c.SortBytes, "memory per query for sorting an hour's matching lines; output is exactly time-ordered when they fit")
 	flagutil.IntBytesVar(fs, &c.MaxLineBytes, "query-max-line-bytes", c.MaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
 	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", c.MaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
+	flagutil.IntBytesVar(fs, &c.ReadAheadBytes, "query-read-ahead-bytes", c.ReadAheadBytes, "matching lines a query reads ahead, shared by its open blobs beyond 128 KiB each")
 }
 
 // Validate checks the settings; zero values stand for the defaults. It
@@ -83,6 +89,8 @@ func (c *Config) Validate() error {
 		return errors.New("cannot use a negative --query-max-line-bytes")
 	case c.MaxOpenBlobs < 0:
 		return errors.New("cannot use a negative --query-max-open-blobs")
+	case c.ReadAheadBytes < 0:
+		return errors.New("cannot use a negative --query-read-ahead-bytes")
 	}
 	return nil
 }
@@ -96,6 +104,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOpenBlobs == 0 {
 		c.MaxOpenBlobs = DefaultMaxOpenBlobs
+	}
+	if c.ReadAheadBytes == 0 {
+		c.ReadAheadBytes = DefaultReadAhead
 	}
 	return c
 }

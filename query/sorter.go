@@ -9,13 +9,13 @@ const slabSize = 1 << 20
 
 // rec locates one buffered line.
 type rec struct {
-	t    int64
+	info lineInfo
 	slab int32
 	off  int32
 	n    int32
 }
 
-const recSize = 24 // bytes of one rec, counted against the budget
+const recSize = 48 // bytes of one rec (unsafe.Sizeof), counted against the budget
 
 // sorter buffers matching lines, up to budget bytes (lines plus index), and
 // hands them out in time order.
@@ -35,7 +35,7 @@ func (s *sorter) fits(n int) bool {
 }
 
 // add copies line (terminated by '\n' if it is not) into the buffer.
-func (s *sorter) add(line []byte, t int64) {
+func (s *sorter) add(line []byte, li *lineInfo) {
 	n := len(line)
 	nl := n == 0 || line[n-1] != '\n'
 	if nl {
@@ -50,7 +50,7 @@ func (s *sorter) add(line []byte, t int64) {
 	if nl {
 		s.slabs[i] = append(s.slabs[i], '\n')
 	}
-	s.recs = append(s.recs, rec{t: t, slab: int32(i), off: int32(off), n: int32(n)})
+	s.recs = append(s.recs, rec{info: *li, slab: int32(i), off: int32(off), n: int32(n)})
 	s.bytes += n + recSize
 }
 
@@ -82,9 +82,9 @@ func (s *sorter) line(i int) []byte {
 func (s *sorter) sortByTime() {
 	cmp := func(a, b rec) int {
 		switch {
-		case a.t < b.t:
+		case a.info.t < b.info.t:
 			return -1
-		case a.t > b.t:
+		case a.info.t > b.info.t:
 			return 1
 		}
 		return 0
