@@ -126,6 +126,17 @@ func tableFlags(fs *pflag.FlagSet) (*storage.Config, *tablesink.Config) {
 	return storageFlags(fs), &tcfg
 }
 
+// eventFilter is the event filter flags the query and tail commands share.
+type eventFilter struct{ service, level, text *string }
+
+func eventFilterFlags(fs *pflag.FlagSet) eventFilter {
+	return eventFilter{
+		service: fs.String("service", "", "service name, comma list, or * for all (required)"),
+		level:   fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal"),
+		text:    fs.String("q", "", "text the message must contain"),
+	}
+}
+
 // checkStorage takes the connection string from the environment when no
 // flag names the backend, then checks the settings.
 func checkStorage(cfg *storage.Config) error {

@@ -89,11 +89,9 @@ func runCat(args []string) error {
 func runQuery(args []string) error {
 	fs := pflag.NewFlagSet("query", pflag.ContinueOnError)
 	scfg := storageFlags(fs)
-	service := fs.String("service", "", "service name, comma list, or * for all (required)")
+	filter := eventFilterFlags(fs)
 	from := fs.String("from", "-1h", "start time, inclusive: RFC 3339 or relative (-15m, -2h, now)")
 	to := fs.String("to", "now", "end time, exclusive: RFC 3339 or relative")
-	level := fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal")
-	text := fs.String("q", "", "text the message must contain")
 	grep := fs.String("grep", "", "regular expression the stored line must match")
 	format := fs.String("format", "lines", "output: lines (as stored) or ndjson")
 	limit := fs.Int("limit", 0, "stop after N events (0 = all)")
@@ -111,7 +109,7 @@ func runQuery(args []string) error {
 	if *reverse {
 		order = "desc"
 	}
-	q, err := query.Params{Service: *service, From: *from, To: *to, Level: *level, Text: *text, Grep: *grep,
+	q, err := query.Params{Service: *filter.service, From: *from, To: *to, Level: *filter.level, Text: *filter.text, Grep: *grep,
 		Limit: strconv.Itoa(*limit), Order: order}.Parse(time.Now(), qcfg)
 	if err != nil {
 		return err

@@ -26,23 +26,21 @@ const defaultServer = "http://127.0.0.1:8080"
 func runTail(args []string) error {
 	fs := pflag.NewFlagSet("tail", pflag.ContinueOnError)
 	scfg := storageFlags(fs)
-	service := fs.String("service", "", "service name, comma list, or * for all (required)")
-	level := fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal")
-	text := fs.String("q", "", "text the message must contain")
+	filter := eventFilterFlags(fs)
 	server := fs.String("server", "", "base URL of the running server (default: the one running on --data-dir, found by its run file, else "+defaultServer+")")
 	token := fs.String("token", "", "bearer token, when the server has --tokens (default: the run file's local token)")
 	if err := parse(fs, tailUsage, args); err != nil {
 		return err
 	}
-	if *service == "" {
+	if *filter.service == "" {
 		return fmt.Errorf("--service is required (a name, a comma list, or *)")
 	}
-	v := url.Values{"service": {*service}}
-	if *level != "" {
-		v.Set("level", *level)
+	v := url.Values{"service": {*filter.service}}
+	if *filter.level != "" {
+		v.Set("level", *filter.level)
 	}
-	if *text != "" {
-		v.Set("q", *text)
+	if *filter.text != "" {
+		v.Set("q", *filter.text)
 	}
 	base, tok, client, err := tailTarget(scfg, *server, *token)
 	if err != nil {
