@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -270,10 +272,7 @@ func (c *Counters) drain() map[seriesKey]map[string]int64 {
 	out := map[seriesKey]map[string]int64{}
 	staleBefore := c.now().UnixNano()/int64(time.Hour) - 48
 	c.mu.RLock()
-	svcs := make([]*svcCounters, 0, len(c.svcs))
-	for _, sc := range c.svcs {
-		svcs = append(svcs, sc)
-	}
+	svcs := slices.Collect(maps.Values(c.svcs))
 	c.mu.RUnlock()
 	for _, sc := range svcs {
 		sc.mu.Lock()
