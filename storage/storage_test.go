@@ -3,6 +3,8 @@ package storage
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestExpandConnString(t *testing.T) {
@@ -64,5 +66,19 @@ func TestEndpointOverrides(t *testing.T) {
 	}
 	if got := c.endpoint("https://10.0.0.4/acct", "table"); got != "https://10.0.0.4/acct" {
 		t.Errorf("overridden endpoint = %q", got)
+	}
+}
+
+func TestConfigFlagsDefault(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	c := DefaultConfig()
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--storage-account", "acct"}); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Account = "acct"
+	if c != want {
+		t.Fatalf("parsed %+v, want %+v", c, want)
 	}
 }
