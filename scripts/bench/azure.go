@@ -34,10 +34,9 @@ func (b *bench) azurite() {
 	conn := az.ConnString()
 	raw := b.rawAppends(conn)
 	b.add("azurite: azblob 4 MiB appends", fmt.Sprintf("a plain azblob client, %d blobs at once, Azurite %s in memory", b.o.azWriters, "3.37.0"), raw)
-	load, drain, paced := b.ingestAzure(conn, raw.mbps)
+	load, drain := b.ingestAzure(conn)
 	b.add("azurite: ingest --storage, under load", fmt.Sprintf("load generator (closed loop, batch 1000, %d conns) into ingest --ack wal --storage on the same Azurite; MB/s of lines appended (ingest_blob_appended_bytes_total) from the first flush to the end of the load", b.o.concurrency), load)
 	b.add("azurite: ingest --storage, draining", "the same server right after the load: MB/s of lines appended while it empties its buffer with no client", drain)
-	b.add("azurite: ingest --storage, paced", "the same server, then the load generator open loop at the rate (in events/s) that makes the plain client's MB/s of lines: MB/s appended from its first flush to the end", paced)
 }
 
 func (b *bench) rawAppends(conn string) result {
@@ -85,11 +84,7 @@ func (b *bench) rawAppends(conn string) result {
 // client and the server's intake share the cores with Azurite), then while
 // it drains what it buffered with no client (the sink alone against
 // Azurite, as the plain client was).
-//
-// Then it sends open loop at the rate that makes rawMBps of lines (events
-// per second from the bytes per event the first phase stored), which
-// shows whether ingest keeps up with what Azurite takes.
-func (b *bench) ingestAzure(conn string, rawMBps float64) (underLoad, drain, paced result) {
+func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 	data, err := os.MkdirTemp(b.dir, "data-")
 	check(err)
 	defer os.RemoveAll(data)
@@ -148,41 +143,9 @@ func (b *bench) ingestAzure(conn string, rawMBps float64) (underLoad, drain, pac
 	}
 	fmt.Fprintf(stderr, "bench:     drained %.0f MB in %.1f s\n", (last.v-loadEnd.v)/1e6, last.t.Sub(loadEnd.t).Seconds())
 
-	if rep.EventsAccepted > 0 && rawMBps > 0 {
-		perEvent := last.v / float64(rep.EventsAccepted)
-		cfg.Rate = rawMBps * 1e6 / perEvent
-		cfg.Concurrency = b.o.openConns
-		base := last.v
-		var first sample
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for first.v == 0 {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-					if v := appended(); v > base {
-						first = sample{time.Now(), v}
-					}
-				}
-			}
-		}()
-		prep, err := loadtest.Run(context.Background(), cfg, nil)
-		check(err)
-		end := sample{time.Now(), appended()}
-		close(stop)
-		<-sampled
-		paced = result{answered: prep.EventsPerSec, p50: prep.Latency.P50, p99: prep.Latency.P99, p999: prep.Latency.P999, errors: prep.Errors}
-		if first.v > 0 && end.t.After(first.t) {
-			paced.mbps = (end.v - first.v) / end.t.Sub(first.t).Seconds() / 1e6
-		}
-		fmt.Fprintf(stderr, "bench:     paced at %.0f events/s (%.0f B/event stored)\n", cfg.Rate, perEvent)
-	}
 	_, err = srv.Stop(2 * time.Minute)
 	check(err)
-	return underLoad, drain, paced
+	return underLoad, drain
 }
 
 type sample struct {

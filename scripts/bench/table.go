@@ -68,7 +68,6 @@ func registerRatios(b *bench) {
 		{"ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", false},
 		{"ingest --storage under load / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends", true},
 		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", true},
-		{"ingest --storage paced at the raw rate / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, paced", "azurite: azblob 4 MiB appends", true},
 		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", false},
 		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", false},
 	}
@@ -201,7 +200,6 @@ var targets = []target{
 	{"open loop at half the maximum, p99.9", rowCol("openloop: ingest --ack wal, batch 1000", func(r result) float64 { return r.p999 }), 50, true, "ms"},
 	{"Azurite, ingest under load / raw appends", ratioOf("ingest --storage under load / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
 	{"Azurite, ingest draining / raw appends", ratioOf("ingest --storage draining / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
-	{"Azurite, ingest paced at the raw rate / raw appends", ratioOf("ingest --storage paced at the raw rate / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
 }
 
 func rowCol(name string, get func(result) float64) func(b *bench) (float64, bool) {
