@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ingest/buffer"
+	"ingest/logline"
 )
 
 // ndjsonBody is n events of about 200 bytes of one service and hour.
@@ -63,5 +64,56 @@ func TestIngestPathAllocsPerEvent(t *testing.T) {
 				t.Fatalf("a request of 1,000 events allocates %.0f times, one of 10 events %.0f: the path allocates per event", perLarge, perSmall)
 			}
 		})
+	}
+}
+
+// BenchmarkIngestPathServices is BenchmarkIngestPath with the events of a
+// request spread over 8 services, one after another, the way the load
+// generator sends them: the per-event cost of finding the event's group.
+func BenchmarkIngestPathServices(b *testing.B) {
+	bcfg := buffer.Config{Ack: buffer.AckMemory, FlushInterval: time.Second, FlushBytes: 4 << 20, BufferBytes: 1 << 30, FlushWorkers: 2, BudgetWait: time.Second}
+	f := newFixture(b, Config{}, bcfg)
+	var body []byte
+	for i := range 1000 {
+		body = fmt.Appendf(body, `{"ts":"2026-11-21T16:04:05.%03dZ","service":"svc-%d","host":"web-17","level":"info","msg":"user u%d paid order %d with card ending 4242 in 87 ms","user":"u%d","status":200,"path":"/api/pay"}`+"\n", i, i%8, i, i*7, i)
+	}
+	var ctx fasthttp.RequestCtx
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.Request.Reset()
+		ctx.Response.Reset()
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI("/v1/logs")
+		ctx.Request.Header.SetContentType("application/x-ndjson")
+		ctx.Request.SetBody(body)
+		f.srv.handle(&ctx)
+		if ctx.Response.StatusCode() != 202 {
+			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+	}
+	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkAddEvent encodes 1,000 parsed events of 8 services, one after
+// another, into a request's batch: line encoding and finding each event's
+// group, without parsing or the buffer.
+func BenchmarkAddEvent(b *testing.B) {
+	events := make([]logline.Event, 1000)
+	t0 := time.Date(2026, 11, 21, 16, 4, 5, 0, time.UTC).UnixNano()
+	for i := range events {
+		events[i] = logline.Event{Time: t0 + int64(i)*1e6, Level: logline.LevelInfo, Service: fmt.Appendf(nil, "svc-%d", i%8),
+			Host: []byte("web-17"), ID: []byte("01JDQ8ZK3M9X2V7B4N6P8R0T2W"), Message: fmt.Appendf(nil, "user u%d paid order %d with card ending 4242 in 87 ms", i, i*7),
+			MessagePlain: true, Attrs: []byte(`{"user":"u123","status":200,"path":"/api/pay"}`)}
+	}
+	var s *Server // addEvent uses only the request's state
+	st := new(reqState)
+	b.ReportAllocs()
+	for b.Loop() {
+		st.reset()
+		for i := range events {
+			e := events[i] // addEvent rewrites Service
+			s.addEvent(st, &e)
+		}
 	}
 }

@@ -34,11 +34,10 @@ type reqState struct {
 	key     []byte
 	svc     []byte // the current group's service, as stored (AppendService)
 	record  []byte
-	// log events: the group of the previous event, to skip the key lookup
-	lastSvc  []byte
-	lastHour int64
-	lastG    *buffer.Group // valid until the batch's next Group call
-	lastIdx  int
+	// log events: the groups found so far by the event's own service and
+	// hour, to skip encoding the key of every event
+	seen     []seenGroup
+	lastSeen int // index in seen of the previous event's group
 	counts   []groupCount
 	attempt  tablesink.Attempt
 	loginErr []intake.LineError
@@ -55,9 +54,8 @@ var statePool = sync.Pool{New: func() any { return new(reqState) }}
 
 func (st *reqState) reset() {
 	st.batch.Reset()
-	st.lastSvc = st.lastSvc[:0]
-	st.lastHour = -1 << 62
-	st.lastG = nil
+	st.seen = st.seen[:0]
+	st.lastSeen = 0
 	st.counts = st.counts[:0]
 	st.loginErr = st.loginErr[:0]
 	if cap(st.body) > 8<<20 {
@@ -305,35 +303,82 @@ func (s *Server) serviceOf(ctx *fasthttp.RequestCtx) []byte {
 	return ctx.Request.Header.Peek("X-Service")
 }
 
+// seenGroup maps an event's service as sent and its hour to its group.
+type seenGroup struct {
+	svc  []byte
+	hour int64
+	idx  int // in the batch's groups and st.counts
+}
+
+// maxSeen bounds the groups looked up by the event's own service: a
+// request of many services falls back to encoding every key.
+const maxSeen = 64
+
 // addEvent encodes one log event into its (service, hour) group.
 func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	hour := e.Time / hourNanos
 	if e.Time < 0 && e.Time%hourNanos != 0 {
 		hour--
 	}
-	g := st.lastG
-	if g == nil || hour != st.lastHour || !bytes.Equal(e.Service, st.lastSvc) {
-		st.svc = logline.AppendService(st.svc[:0], e.Service)
-		svcLen := len(st.svc)
-		st.key = append(append(st.key[:0], st.svc...), '/')
-		st.key = logline.HourPrefix(st.key, e.Time)
-		g = st.batch.Group(StreamLogs, st.key)
-		groups := st.batch.Groups()
-		if len(groups) > len(st.counts) {
-			st.counts = append(st.counts, groupCount{svcLen: svcLen, hour: hour})
-		}
-		for i := range groups {
-			if &groups[i] == g {
-				st.lastIdx = i
-			}
-		}
-		st.lastG, st.lastHour = g, hour
-		st.lastSvc = append(st.lastSvc[:0], e.Service...)
+	i, ok := st.findGroup(e.Service, hour)
+	if !ok {
+		i = st.addGroup(e, hour)
 	}
-	e.Service = st.svc // the line names the service as its blob does
+	g := &st.batch.Groups()[i]
+	c := &st.counts[i]
+	e.Service = g.Key[:c.svcLen] // the line names the service as its blob does
 	g.Data = logline.AppendLine(g.Data, e)
 	g.Events++
-	st.counts[st.lastIdx].levels[e.Level]++
+	c.levels[e.Level]++
+}
+
+// findGroup returns the index of the group of events of service svc (as
+// sent) and hour, when a previous event of the request found it.
+func (st *reqState) findGroup(svc []byte, hour int64) (int, bool) {
+	if st.lastSeen < len(st.seen) {
+		if sg := &st.seen[st.lastSeen]; sg.hour == hour && bytes.Equal(sg.svc, svc) {
+			return sg.idx, true
+		}
+	}
+	for k := range st.seen {
+		if sg := &st.seen[k]; sg.hour == hour && bytes.Equal(sg.svc, svc) {
+			st.lastSeen = k
+			return sg.idx, true
+		}
+	}
+	return 0, false
+}
+
+// addGroup encodes the key of e's group (service as stored, hour prefix),
+// adds it to the batch when new and remembers it under e's service as
+// sent; it returns the group's index.
+func (st *reqState) addGroup(e *logline.Event, hour int64) int {
+	st.svc = logline.AppendService(st.svc[:0], e.Service)
+	svcLen := len(st.svc)
+	st.key = append(append(st.key[:0], st.svc...), '/')
+	st.key = logline.HourPrefix(st.key, e.Time)
+	g := st.batch.Group(StreamLogs, st.key)
+	groups := st.batch.Groups()
+	if len(groups) > len(st.counts) {
+		st.counts = append(st.counts, groupCount{svcLen: svcLen, hour: hour})
+	}
+	idx := 0
+	for i := range groups {
+		if &groups[i] == g {
+			idx = i
+		}
+	}
+	if len(st.seen) < maxSeen {
+		if len(st.seen) < cap(st.seen) {
+			st.seen = st.seen[:len(st.seen)+1] // reuse the entry's memory
+		} else {
+			st.seen = append(st.seen, seenGroup{})
+		}
+		sg := &st.seen[len(st.seen)-1]
+		sg.svc, sg.hour, sg.idx = append(sg.svc[:0], e.Service...), hour, idx
+		st.lastSeen = len(st.seen) - 1
+	}
+	return idx
 }
 
 // addLogin encodes one login attempt into its day table's group.
