@@ -58,8 +58,10 @@
 // its own, into small batches of matching lines; the merge takes lines from
 // the batches in time order. The blobs of an hour (several writers, several
 // services) are so scanned on all cores while output stays in order.
-// A line is first checked against the time range by comparing its fixed-width
-// time field as bytes, against the level by its level field, and against the
+// A text with no character a JSON encoder might escape is searched for in
+// whole read buffers at once (bytes.Index), and only the lines holding it
+// are split out and looked at. A line is first checked against the time
+// range by comparing its fixed-width time field as bytes, against the level by its level field, and against the
 // message text on the raw line when the text has no character a JSON encoder
 // might escape; only then is it parsed, on its blob's goroutine, which
 // records where its fields are: handing it out builds the event from those

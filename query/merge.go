@@ -277,7 +277,63 @@ func (s *stream) readAhead(f *filter) {
 		li      lineInfo
 		scratch []byte
 	)
+	// take filters one line into the batch; false when the stream must stop.
+	take := func(line []byte) bool {
+		if !f.prefilter(line) {
+			return true
+		}
+		// A counting pass (the histogram) needs the time and level only,
+		// unless it filters by text; otherwise the whole line is checked and
+		// its fields recorded here, on this blob's goroutine, so handing it
+		// out needs no parse.
+		var msg []byte
+		ok := true
+		if f.countOnly && f.text == nil {
+			ok = parseHead(line, &li)
+		} else {
+			msg, ok = scanLine(line, &li, &scratch)
+		}
+		if !ok {
+			s.st.LinesBad++
+			return true
+		}
+		if !f.match(line, &li, msg) {
+			return true
+		}
+		s.st.LinesMatched++
+		if f.countOnly {
+			b.recs = append(b.recs, batchRec{info: li})
+		} else {
+			b.recs = append(b.recs, batchRec{info: li, off: int32(len(b.buf)), n: int32(len(line))})
+			b.buf = append(b.buf, line...)
+		}
+		return (len(b.buf) < batchBytes && len(b.recs) < maxBatchRecs) || send()
+	}
+	// With a text that is looked for on the raw line, whole buffers of
+	// lines are searched for it at once and only the lines holding it are
+	// looked at: most lines of a selective query are never split out.
+	bulk := f.textRawCheck && s.lr.max >= readBufSize
 	for {
+		if bulk {
+			blk := s.lr.block()
+			if len(blk) > 0 {
+				s.st.LinesScanned += int64(bytes.Count(blk, []byte{'\n'}))
+				s.st.BytesDecoded += int64(len(blk))
+				for pos := 0; ; {
+					j := bytes.Index(blk[pos:], f.text)
+					if j < 0 {
+						break
+					}
+					start := bytes.LastIndexByte(blk[:pos+j], '\n') + 1
+					end := pos + j + bytes.IndexByte(blk[pos+j:], '\n') + 1 // blk ends with '\n'
+					if !take(blk[start:end]) {
+						return
+					}
+					pos = end
+				}
+				continue
+			}
+		}
 		line, err := s.lr.next()
 		if err != nil {
 			if err != io.EOF {
@@ -294,35 +350,7 @@ func (s *stream) readAhead(f *filter) {
 		}
 		s.st.LinesScanned++
 		s.st.BytesDecoded += int64(len(line))
-		if !f.prefilter(line) {
-			continue
-		}
-		// A counting pass (the histogram) needs the time and level only,
-		// unless it filters by text; otherwise the whole line is checked and
-		// its fields recorded here, on this blob's goroutine, so handing it
-		// out needs no parse.
-		var msg []byte
-		ok := true
-		if f.countOnly && f.text == nil {
-			ok = parseHead(line, &li)
-		} else {
-			msg, ok = scanLine(line, &li, &scratch)
-		}
-		if !ok {
-			s.st.LinesBad++
-			continue
-		}
-		if !f.match(line, &li, msg) {
-			continue
-		}
-		s.st.LinesMatched++
-		if f.countOnly {
-			b.recs = append(b.recs, batchRec{info: li})
-		} else {
-			b.recs = append(b.recs, batchRec{info: li, off: int32(len(b.buf)), n: int32(len(line))})
-			b.buf = append(b.buf, line...)
-		}
-		if (len(b.buf) >= batchBytes || len(b.recs) >= maxBatchRecs) && !send() {
+		if !take(line) {
 			return
 		}
 	}

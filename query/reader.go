@@ -2,6 +2,7 @@ package query
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,6 +143,27 @@ type lineReader struct {
 
 func newLineReader(r io.Reader, max int) *lineReader {
 	return &lineReader{br: bufio.NewReaderSize(r, readBufSize), max: max}
+}
+
+// block returns the complete lines already buffered, ending with a '\n',
+// without copying (valid until the next call), reading more first when
+// nothing is buffered. It returns nothing when no whole line is buffered
+// (a line longer than the buffer, the end of the stream or an error): next
+// then takes the next line.
+func (lr *lineReader) block() []byte {
+	if lr.pending != nil {
+		return nil
+	}
+	if lr.br.Buffered() == 0 {
+		lr.br.Peek(1) // fill; an error comes again from next
+	}
+	buf, _ := lr.br.Peek(lr.br.Buffered())
+	i := bytes.LastIndexByte(buf, '\n')
+	if i < 0 {
+		return nil
+	}
+	lr.br.Discard(i + 1)
+	return buf[:i+1]
 }
 
 // next returns the next line, with its '\n' unless it is a final line
