@@ -17,7 +17,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"ingest/internal/azurite"
-	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 )
 
@@ -88,7 +87,7 @@ func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 	data, err := os.MkdirTemp(b.dir, "data-")
 	check(err)
 	defer os.RemoveAll(data)
-	srv, err := ingestexec.Serve(b.bin, 0, os.Stderr, "--data-dir", data, "--storage", conn, "--container", "bench-ingest", "--ack", "wal", "--log-level", "warn")
+	srv, err := b.serve("--data-dir", data, "--storage", conn, "--container", "bench-ingest", "--ack", "wal", "--log-level", "warn")
 	check(err)
 	defer srv.Kill()
 	cfg := loadtest.DefaultConfig()

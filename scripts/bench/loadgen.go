@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 )
 
@@ -45,7 +44,7 @@ func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []stri
 	check(err)
 	defer os.RemoveAll(data)
 	args := append([]string{"--data-dir", data, "--ack", ack, "--log-level", "warn"}, extra...)
-	srv, err := ingestexec.Serve(b.bin, 0, os.Stderr, args...)
+	srv, err := b.serve(args...)
 	check(err)
 	defer srv.Kill()
 

@@ -17,8 +17,6 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/klauspost/compress/zstd"
 	"github.com/valyala/fasthttp"
-
-	"ingest/internal/ingestexec"
 )
 
 // lowCostBody builds n JSON events of about 170 bytes, one per line, with
@@ -185,7 +183,7 @@ func (b *bench) lowCostIngest(l load) result {
 	data, err := os.MkdirTemp(b.dir, "data-")
 	check(err)
 	defer os.RemoveAll(data)
-	srv, err := ingestexec.Serve(b.bin, 0, os.Stderr, "--data-dir", data, "--ack", "wal", "--log-level", "warn")
+	srv, err := b.serve("--data-dir", data, "--ack", "wal", "--log-level", "warn")
 	check(err)
 	defer srv.Kill()
 	l.addr = srv.URL[len("http://"):]

@@ -46,6 +46,7 @@ type options struct {
 	lowConns     int
 	openConns    int
 	azWriters    int
+	serveArgs    []string
 }
 
 var allSections = []string{"lowcost", "loadgen", "openloop", "azurite", "limits"}
@@ -67,6 +68,7 @@ func main() {
 	pflag.IntVar(&o.lowConns, "lowcost-conns", 8, "low-cost client connections")
 	pflag.IntVar(&o.openConns, "open-conns", 32, "open-loop connections (enough that a slow answer does not hold back the schedule)")
 	pflag.IntVar(&o.azWriters, "azurite-writers", 4, "blobs the plain azblob client appends to at once")
+	pflag.StringArrayVar(&o.serveArgs, "serve-arg", nil, "one more argument for every ingest serve (repeat it: --serve-arg=--flush-bytes --serve-arg=16MiB)")
 	pflag.Parse()
 	if *discard != "" {
 		serveDiscard(*discard)
@@ -99,6 +101,11 @@ func main() {
 	b.print(os.Stdout)
 }
 
+// serve starts ingest with args and the --serve-arg arguments.
+func (b *bench) serve(args ...string) (*ingestexec.Process, error) {
+	return ingestexec.Serve(b.bin, 0, os.Stderr, append(args, b.o.serveArgs...)...)
+}
+
 func checkPeer(flag, path string) error {
 	if path == "" {
 		return nil
@@ -115,6 +122,9 @@ func checkPeer(flag, path string) error {
 
 func (b *bench) header() {
 	load, _ := os.ReadFile("/proc/loadavg")
+	if len(b.o.serveArgs) > 0 {
+		fmt.Printf("every ingest serve with: %s\n", strings.Join(b.o.serveArgs, " "))
+	}
 	fmt.Printf("ingest bench: %d CPUs, load average %s, clients in the same machine, %s per row, median of %d rounds\n",
 		cpus(), strings.Join(strings.Fields(string(load))[:3], " "), b.o.duration, b.o.runs)
 	for _, p := range []struct{ name, path, arg string }{{"fluent-bit", b.o.fluentBit, "--version"}, {"victoria-logs", b.o.victoriaLogs, "-version"}} {
