@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 )
@@ -112,4 +113,20 @@ func TestTargetsNameRowsAndRatiosTheBenchMakes(t *testing.T) {
 			t.Errorf("target %q finds no row or ratio", tg.what)
 		}
 	}
+}
+
+func TestGuardGoesOnAfterAFailedSection(t *testing.T) {
+	b := &bench{}
+	ran := false
+	b.guard("first", func() { check(errors.New("peer did not start")) })
+	b.guard("second", func() { ran = true })
+	if !ran {
+		t.Fatal("the section after a failed one did not run")
+	}
+	defer func() {
+		if r := recover(); r != "bug" {
+			t.Fatalf("recovered %v, want the programming error passed on", r)
+		}
+	}()
+	b.guard("third", func() { panic("bug") })
 }

@@ -29,6 +29,7 @@ func (b *bench) limits() {
 	addr := freeAddr()
 	p, err := startProc(nil, self, "--discard-server", addr)
 	check(err)
+	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/", false))
 	l := load{addr: addr, uri: "http://" + addr + "/v1/logs", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
 	cpu0 := cpuSeconds(p.pid())
@@ -40,7 +41,6 @@ func (b *bench) limits() {
 	if res.ok > 0 {
 		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
 	}
-	p.stop()
 	b.add("limit: fasthttp, read and discard", "a bare fasthttp server (scripts/bench) reading each body and answering 202, with the low-cost client", out)
 
 	b.add("limit: memcpy", fmt.Sprintf("one core copying the low-cost body (%d B) over and over", len(body)), memcpyRate(body, l.events, min(b.o.duration, 3*time.Second)))

@@ -52,6 +52,15 @@ type options struct {
 var allSections = []string{"lowcost", "loadgen", "openloop", "azurite", "limits"}
 
 func main() {
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(failure); ok {
+				fmt.Fprintln(os.Stderr, "bench:", f.err)
+				os.Exit(1)
+			}
+			panic(r)
+		}
+	}()
 	var o options
 	prebuilt := pflag.String("ingest", "", "use this ingest binary instead of building one from the working tree (to compare versions)")
 	discard := pflag.String("discard-server", "", "internal: serve a fasthttp server on this address that discards every body")
@@ -139,16 +148,16 @@ func (b *bench) header() {
 func (b *bench) round() {
 	b.rounds = append(b.rounds, map[string]result{})
 	if b.o.sections["lowcost"] {
-		b.lowCost()
+		b.guard("lowcost", b.lowCost)
 	}
 	if b.o.sections["loadgen"] || b.o.sections["openloop"] {
-		b.loadGen()
+		b.guard("loadgen", b.loadGen)
 	}
 	if b.o.sections["azurite"] {
-		b.azurite()
+		b.guard("azurite", b.azurite)
 	}
 	if b.o.sections["limits"] {
-		b.limits()
+		b.guard("limits", b.limits)
 	}
 }
 
@@ -157,9 +166,29 @@ func cpus() int {
 	return strings.Count(string(b), "processor\t:")
 }
 
+// check stops on an error: the section running is given up (guard), or
+// the whole bench outside a section.
 func check(err error) {
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		panic(failure{err})
 	}
+}
+
+type failure struct{ err error }
+
+// guard runs one section of a round; a failure there is reported and the
+// bench goes on with the next section, so one bad row does not cost the
+// rounds already measured. The section's processes are stopped by its
+// deferred calls as the failure unwinds.
+func (b *bench) guard(section string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(failure)
+			if !ok {
+				panic(r)
+			}
+			fmt.Fprintf(os.Stderr, "bench: section %s failed, going on without it: %v\n", section, f.err)
+		}
+	}()
+	fn()
 }
