@@ -8,7 +8,7 @@
 // the load generator's partition report with one user under attack.
 //
 //	go run ./scripts/benchlogins                       # 60,000 attempts per row, 1 pair
-//	go run ./scripts/benchlogins --runs 3 --attempts 100000 --flush-bytes 16MiB
+//	go run ./scripts/benchlogins --runs 3 --login-flush-bytes 32MiB
 package main
 
 import (
@@ -49,13 +49,13 @@ func main() {
 	tailAttempts := pflag.Int("tail-attempts", 10000, "attempts of the user whose latest 20 are read")
 	tailReads := pflag.Int("tail-reads", 500, "GET /v1/logins/{user}?limit=20 requests (0: measure the row pairs only)")
 	tailOthers := pflag.Int("tail-others", 50000, "other users' attempts in the day table during the reads (Azurite scans the whole table for every query)")
-	flushBytes := pflag.String("flush-bytes", "", "the server's --flush-bytes (default: its own)")
+	flushBytes := pflag.String("login-flush-bytes", "", "the server's --login-flush-bytes (default: its own)")
 	before := pflag.String("before", "", "another ingest binary (an earlier version) measured as a third row of each run")
 	curve := pflag.IntSlice("tail-curve", nil, "table sizes (entities, ascending) at which to time the range query of GET /v1/logins/{user}?limit=20 straight on Azurite, e.g. 10000,100000,1000000; then exit")
 	pflag.Parse()
 	var serverArgs []string
 	if *flushBytes != "" {
-		serverArgs = append(serverArgs, "--flush-bytes", *flushBytes)
+		serverArgs = append(serverArgs, "--login-flush-bytes", *flushBytes)
 	}
 
 	az, err := azurite.Start()
