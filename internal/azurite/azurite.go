@@ -133,6 +133,9 @@ func start(extra []string) (*Server, error) {
 	return s, nil
 }
 
+// PID is the Azurite (Node.js) process's id, for its CPU time and memory.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Stop terminates Azurite (SIGTERM, then SIGKILL after 5 s).
 func (s *Server) Stop() {
 	if s == nil || s.cmd == nil || s.cmd.Process == nil {

@@ -31,9 +31,21 @@ func (b *bench) azurite() {
 	}
 	defer az.Stop()
 	conn := az.ConnString()
+	// Azurite's own CPU per GB stored says whether ingest makes it work
+	// harder for the same bytes (more requests, smaller blocks).
+	cpu0 := cpuSeconds(az.PID())
+	perGB := func(what string, stored float64) {
+		cpu := cpuSeconds(az.PID())
+		if stored > 0 {
+			fmt.Fprintf(stderr, "bench:     Azurite CPU %.2f s per GB stored (%s)\n", (cpu-cpu0)/(stored/1e9), what)
+		}
+		cpu0 = cpu
+	}
 	raw := b.rawAppends(conn)
+	perGB("raw appends", raw.stored)
 	b.add("azurite: azblob 4 MiB appends", fmt.Sprintf("a plain azblob client, %d blobs at once, Azurite %s in memory", b.o.azWriters, "3.37.0"), raw)
 	load, drain := b.ingestAzure(conn)
+	perGB("ingest, under load and draining", load.stored+drain.stored)
 	b.add("azurite: ingest --storage, under load", fmt.Sprintf("load generator (closed loop, batch 1000, %d conns) into ingest --ack wal --storage on the same Azurite; MB/s of lines appended (ingest_blob_appended_bytes_total) from the first flush to the end of the load", b.o.concurrency), load)
 	b.add("azurite: ingest --storage, draining", "the same server right after the load: MB/s of lines appended while it empties its buffer with no client", drain)
 }
@@ -74,7 +86,7 @@ func (b *bench) rawAppends(conn string) result {
 	if err, _ := firstErr.Load().(error); err != nil {
 		check(fmt.Errorf("cannot append to Azurite: %w", err))
 	}
-	return result{mbps: float64(stored.Load()) / secs / 1e6}
+	return result{mbps: float64(stored.Load()) / secs / 1e6, stored: float64(stored.Load())}
 }
 
 // ingestAzure drives ingest --storage with the load generator, closed
@@ -125,6 +137,7 @@ func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 	if first.v > 0 && loadEnd.t.After(first.t) {
 		underLoad.mbps = (loadEnd.v - first.v) / loadEnd.t.Sub(first.t).Seconds() / 1e6
 	}
+	underLoad.stored = loadEnd.v
 	if rep.EventsAccepted > 0 {
 		underLoad.cpuPerM = cpu / (float64(rep.EventsAccepted) / 1e6)
 	}
@@ -140,6 +153,7 @@ func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 	if last.t.After(loadEnd.t) {
 		drain.mbps = (last.v - loadEnd.v) / last.t.Sub(loadEnd.t).Seconds() / 1e6
 	}
+	drain.stored = last.v - loadEnd.v
 	fmt.Fprintf(stderr, "bench:     drained %.0f MB in %.1f s\n", (last.v-loadEnd.v)/1e6, last.t.Sub(loadEnd.t).Seconds())
 
 	_, err = srv.Stop(2 * time.Minute)

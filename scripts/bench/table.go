@@ -19,6 +19,7 @@ type result struct {
 	p99      float64
 	p999     float64
 	errors   int64
+	stored   float64 // bytes stored (Azurite rows), not shown
 }
 
 // rate is what a row compares on: events written end to end where known,
