@@ -16,7 +16,7 @@ func BenchmarkAddManyKeys(b *testing.B) {
 	cfg.BufferBytes = 512 << 20
 	cfg.FlushBytes = 4 << 20
 	cfg.FlushInterval = 20 * time.Millisecond
-	buf, err := Open(context.Background(), cfg, b.TempDir(), []Flusher{discardSink{}}, nil, quiet)
+	buf, err := Open(context.Background(), cfg, b.TempDir(), streamsOf(discardSink{}), nil, quiet)
 	if err != nil {
 		b.Fatal(err)
 	}

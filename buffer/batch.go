@@ -2,15 +2,16 @@ package buffer
 
 import "bytes"
 
-// Stream identifies which sink a group goes to.
-type Stream uint8
-
 // Group is the encoded lines of one key in a batch.
 type Group struct {
 	Stream Stream
 	Key    []byte
 	Data   []byte
 	Events int
+	// Tally counts the group's events by a class of the producer's choice,
+	// for the stream's Observer (the logs stream counts them per level).
+	// The buffer itself does not read it.
+	Tally [8]int
 }
 
 // Batch is what one request adds: its events grouped per key. Reuse it
@@ -45,6 +46,7 @@ func (b *Batch) Group(stream Stream, key []byte) *Group {
 	g.Key = append(g.Key[:0], key...)
 	g.Data = g.Data[:0]
 	g.Events = 0
+	g.Tally = [8]int{}
 	return g
 }
 

@@ -35,18 +35,6 @@ type Flusher interface {
 	Landed(ctx context.Context, key string, intent []byte) (int, error)
 }
 
-// ChunkSizer is a Flusher that wants its stream's flushes of another size
-// than --flush-bytes. The table sink is one: an entity group transaction
-// covers one bucket, so a flush fills its transactions only when it holds
-// enough attempts for every bucket, far more than 4 MiB of them.
-type ChunkSizer interface {
-	// ChunkBytes is the most bytes of one key a flush takes, and how many
-	// make a key due for flushing before --flush-interval. The buffer
-	// keeps it within a quarter of --buffer-bytes and at least
-	// --flush-bytes.
-	ChunkBytes() int64
-}
-
 // Errors Add returns.
 var (
 	// ErrFull is wrapped by the 429 refusal Add returns when --buffer-bytes
@@ -64,11 +52,11 @@ const numStripes = 16
 
 // Buffer is the set of per-key buffers between intake and sinks.
 type Buffer struct {
-	cfg      Config
-	flushers []Flusher
-	log      *slog.Logger
-	wal      *wal.Log // nil with --ack memory
-	met      *metrics
+	cfg     Config
+	streams []*stream // the registry, indexed by Stream
+	log     *slog.Logger
+	wal     *wal.Log // nil with --ack memory
+	met     *metrics
 
 	stripes [numStripes]stripe
 	seed    maphash.Seed
@@ -77,14 +65,13 @@ type Buffer struct {
 	flushed   notify.Notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
 	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
-	queues    []chan *keyBuf
-	queuesMu  sync.RWMutex // held for reading while sending to queues, for writing to close them
+	queuesMu  sync.RWMutex // held for reading while sending to the streams' queues, for writing to close them
 	queuesEnd bool
 	closing   atomic.Bool
 	stop      context.Context // ends to stop the scheduler and retry waits
 	halt      context.CancelFunc
-	// Retry policies: one per stream for flushes, one for replay.
-	flushRetry  []retry.Policy
+	// landedRetry is the retry policy of replay (the streams' flushes
+	// have their own).
 	landedRetry retry.Policy
 	// failing counts flushes whose latest attempts failed at least
 	// storageDownAfter times in a row (see StorageDown).
@@ -96,11 +83,6 @@ type Buffer struct {
 	workersWG    sync.WaitGroup
 	schedWG      sync.WaitGroup
 	payloads     sync.Pool // WAL payload buffers
-	// chunkBytes is each stream's chunk size: --flush-bytes, or its
-	// Flusher's ChunkBytes. chunkPools keep each stream's flushed
-	// full-size chunk buffers (*[]byte).
-	chunkBytes []int64
-	chunkPools []sync.Pool
 }
 
 // stripe is one of the numStripes locks over the keys, so inserts of
@@ -127,8 +109,7 @@ type keyBuf struct {
 	lastChunk int
 }
 
-// chunk is at most its stream's chunk size (--flush-bytes unless the
-// stream's Flusher is a ChunkSizer) of a key's pending lines, whole batches
+// chunk is at most its stream's FlushBytes of a key's pending lines, whole batches
 // only (a larger batch gets a chunk of its own): a flush takes one chunk,
 // so flushes stay small whatever piles up behind a slow one, and memory
 // held is about the bytes held, not a doubling slice's capacity.
@@ -154,13 +135,13 @@ func (kb *keyBuf) due(now time.Time, size int64, interval time.Duration) bool {
 
 // due reports whether kb has a chunk to flush now.
 func (b *Buffer) due(kb *keyBuf, now time.Time) bool {
-	return kb.due(now, b.chunkBytes[kb.stream], b.cfg.FlushInterval)
+	return kb.due(now, b.streams[kb.stream].FlushBytes, b.cfg.FlushInterval)
 }
 
 // Open creates the buffer, replaying the write-ahead log in walDir (with
 // --ack wal or flush) and re-queueing whatever it holds that was not yet
-// stored. flushers are indexed by Stream.
-func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, reg prometheus.Registerer, log *slog.Logger) (*Buffer, error) {
+// stored. streams is the registry: every stream, in id order.
+func Open(ctx context.Context, cfg Config, walDir string, streams []StreamDef, reg prometheus.Registerer, log *slog.Logger) (*Buffer, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -168,30 +149,25 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 	if log == nil {
 		log = slog.Default()
 	}
-	b := &Buffer{cfg: cfg, flushers: flushers, log: log, seed: maphash.MakeSeed()}
+	// The streams' queues exist before replay: replayed keys over their
+	// stream's FlushBytes are queued.
+	ss, err := newStreams(streams, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Buffer{cfg: cfg, streams: ss, log: log, seed: maphash.MakeSeed()}
 	b.stop, b.halt = context.WithCancel(context.Background())
 	rm := retry.NewMetrics(reg)
-	for s := range flushers {
-		b.flushRetry = append(b.flushRetry, retry.Policy{Op: "flush_" + streamName(Stream(s)),
-			Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm})
+	for _, s := range b.streams {
+		s.retry = retry.Policy{Op: "flush_" + s.Name, Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm}
+		rm.Declare(s.retry.Op)
 	}
 	b.landedRetry = retry.Policy{Op: "resolve_unfinished_flush", Min: cfg.RetryMin, Max: cfg.RetryMax, Log: log, Metrics: rm}
-	for _, p := range append(b.flushRetry, b.landedRetry) {
-		rm.Declare(p.Op)
-	}
+	rm.Declare(b.landedRetry.Op)
 	b.budget = admission.New(cfg.BufferBytes, "accepted bytes not yet stored", "--buffer-bytes")
 	b.met = newMetrics(reg, b)
-	b.chunkPools = make([]sync.Pool, len(flushers))
-	for _, f := range flushers {
-		b.chunkBytes = append(b.chunkBytes, chunkBytes(&cfg, f))
-	}
 	for i := range b.stripes {
 		b.stripes[i].keys = make(map[string]*keyBuf)
-	}
-	// Queues exist before replay: replayed keys over --flush-bytes are queued.
-	b.queues = make([]chan *keyBuf, len(flushers))
-	for s := range flushers {
-		b.queues[s] = make(chan *keyBuf, 1<<16)
 	}
 	if cfg.Ack != AckMemory {
 		l, err := wal.Open(walDir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, OnSync: b.met.observeSync})
@@ -206,26 +182,15 @@ func Open(ctx context.Context, cfg Config, walDir string, flushers []Flusher, re
 		}
 		b.wal = l
 	}
-	for s := range flushers {
+	for _, s := range b.streams {
 		for range cfg.FlushWorkers {
 			b.workersWG.Add(1)
-			go b.worker(Stream(s))
+			go b.worker(s)
 		}
 	}
 	b.schedWG.Add(1)
 	go b.scheduler()
 	return b, nil
-}
-
-// chunkBytes is the chunk size of f's stream: --flush-bytes, or f's own
-// (ChunkSizer) within a quarter of --buffer-bytes, so that one key's
-// backlog leaves room for the others; never below --flush-bytes.
-func chunkBytes(cfg *Config, f Flusher) int64 {
-	cs, ok := f.(ChunkSizer)
-	if !ok {
-		return cfg.FlushBytes
-	}
-	return max(cfg.FlushBytes, min(cs.ChunkBytes(), cfg.BufferBytes/4))
 }
 
 func (b *Buffer) stripeOf(key []byte) *stripe {
@@ -259,6 +224,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	}
 	if b.wal == nil {
 		b.insert(batch, b.memLSN.Add(1))
+		b.observe(batch)
 		return nil
 	}
 	p, _ := b.payloads.Get().(*[]byte)
@@ -277,6 +243,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		}
 		return b.walFailed(err)
 	}
+	b.observe(batch)
 	if b.cfg.Ack == AckFlush {
 		return b.waitFlushed(ctx, batch, lsn)
 	}
@@ -318,8 +285,8 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 	if n := len(kb.chunks); n > 0 {
 		last = kb.chunks[n-1]
 	}
-	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.chunkBytes[stream]) {
-		last = &chunk{data: b.chunkBuffer(stream, max(len(data), kb.lastChunk), last != nil), firstLSN: lsn, skip: skip, since: now}
+	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.streams[stream].FlushBytes) {
+		last = &chunk{data: b.streams[stream].chunkBuffer(max(len(data), kb.lastChunk), last != nil), firstLSN: lsn, skip: skip, since: now}
 		kb.chunks = append(kb.chunks, last)
 	}
 	last.data = append(last.data, data...)
@@ -341,13 +308,13 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 // A key that has filled a chunk before (full), or about half of one, gets
 // a whole one, from a pool of flushed ones; a slow key starts small rather
 // than reserve a whole chunk.
-func (b *Buffer) chunkBuffer(stream Stream, need int, full bool) []byte {
-	size := int(b.chunkBytes[stream])
+func (s *stream) chunkBuffer(need int, full bool) []byte {
+	size := int(s.FlushBytes)
 	if need > size {
 		return make([]byte, 0, need)
 	}
 	if full || need >= size/2 {
-		if p, ok := b.chunkPools[stream].Get().(*[]byte); ok {
+		if p, ok := s.pool.Get().(*[]byte); ok {
 			return (*p)[:0]
 		}
 		return make([]byte, 0, size)
@@ -356,10 +323,10 @@ func (b *Buffer) chunkBuffer(stream Stream, need int, full bool) []byte {
 }
 
 // recycle keeps a flushed chunk's buffer for reuse when it is full size.
-func (b *Buffer) recycle(stream Stream, buf []byte) {
-	if int64(cap(buf)) == b.chunkBytes[stream] {
+func (s *stream) recycle(buf []byte) {
+	if int64(cap(buf)) == s.FlushBytes {
 		buf = buf[:0]
-		b.chunkPools[stream].Put(&buf)
+		s.pool.Put(&buf)
 	}
 }
 
@@ -370,7 +337,7 @@ func (b *Buffer) enqueue(kb *keyBuf) {
 		return
 	}
 	select {
-	case b.queues[kb.stream] <- kb:
+	case b.streams[kb.stream].queue <- kb:
 	default:
 		// The queue is full: the scheduler will find the key on its next pass.
 		kb.mu.Lock()
@@ -497,8 +464,8 @@ func (b *Buffer) Close(ctx context.Context) error {
 	b.schedWG.Wait()
 	b.queuesMu.Lock()
 	b.queuesEnd = true
-	for _, q := range b.queues {
-		close(q)
+	for _, s := range b.streams {
+		close(s.queue)
 	}
 	b.queuesMu.Unlock()
 	b.workersWG.Wait()

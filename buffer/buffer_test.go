@@ -103,7 +103,7 @@ func wantLines(key string, from, to int) string {
 // openBuffer opens a buffer on dir or fails the test.
 func openBuffer(t testing.TB, cfg Config, dir string, sinks ...Flusher) *Buffer {
 	t.Helper()
-	b, err := Open(context.Background(), cfg, dir, sinks, nil, quiet)
+	b, err := Open(context.Background(), cfg, dir, streamsOf(sinks...), nil, quiet)
 	if err != nil {
 		t.Fatalf("cannot open the buffer: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestFlushesInOrderPerKey(t *testing.T) {
 	for _, ack := range []string{AckWAL, AckMemory, AckFlush} {
 		t.Run(ack, func(t *testing.T) {
 			sink := newMemSink()
-			b, err := Open(context.Background(), testConfig(ack), t.TempDir(), []Flusher{sink}, nil, quiet)
+			b, err := Open(context.Background(), testConfig(ack), t.TempDir(), streamsOf(sink), nil, quiet)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +214,7 @@ func TestReplayAfterCrash(t *testing.T) {
 	b.kill()
 
 	sink2 := newMemSink()
-	b2, err := Open(context.Background(), cfg, dir, []Flusher{sink2}, nil, quiet)
+	b2, err := Open(context.Background(), cfg, dir, streamsOf(sink2), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestCrashMidFlush(t *testing.T) {
 	sink.mu.Lock()
 	sink.partial = 0
 	sink.mu.Unlock()
-	b2, err := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	b2, err := Open(context.Background(), cfg, dir, streamsOf(sink), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func benchAdd(b *testing.B, ack string) {
 	cfg := testConfig(ack)
 	cfg.BufferBytes = 512 << 20
 	cfg.FlushBytes = 4 << 20
-	buf, err := Open(context.Background(), cfg, b.TempDir(), []Flusher{sink}, nil, quiet)
+	buf, err := Open(context.Background(), cfg, b.TempDir(), streamsOf(sink), nil, quiet)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -390,15 +390,20 @@ func TestFlushesStayChunked(t *testing.T) {
 	}
 }
 
-// TestChunkSizerSetsItsStreamsChunks: a stream whose Flusher is a
-// ChunkSizer piles up and flushes chunks of its own size, while another
-// stream keeps --flush-bytes.
-func TestChunkSizerSetsItsStreamsChunks(t *testing.T) {
+// TestStreamFlushBytesSetsItsChunks: a stream registered with a
+// FlushBytes of its own piles up and flushes chunks of that size, while
+// another stream keeps --flush-bytes.
+func TestStreamFlushBytesSetsItsChunks(t *testing.T) {
 	logs := &sizeSink{release: make(chan struct{})}
-	logins := &chunkSizedSink{sizeSink{release: make(chan struct{})}, 16 << 10}
+	logins := &sizeSink{release: make(chan struct{})}
 	cfg := testConfig(AckMemory)
 	cfg.FlushBytes, cfg.BufferBytes = 4096, 1<<20
-	b := openBuffer(t, cfg, t.TempDir(), logs, logins)
+	streams := streamsOf(logs, logins)
+	streams[StreamLogins].FlushBytes = 16 << 10
+	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 4000; i += 100 {
 		var batch Batch
 		for s := range Stream(2) {
@@ -420,7 +425,7 @@ func TestChunkSizerSetsItsStreamsChunks(t *testing.T) {
 		name string
 		sink *sizeSink
 		size int
-	}{{"logs", logs, 4096}, {"logins", &logins.sizeSink, 16 << 10}} {
+	}{{"logs", logs, 4096}, {"logins", logins, 16 << 10}} {
 		c.sink.mu.Lock()
 		if got := string(c.sink.all); got != wantLines("k", 0, 4000) {
 			t.Fatalf("%s: the chunked flushes did not store every line in order", c.name)
@@ -442,28 +447,20 @@ func TestChunkBytes(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  Config
-		f    Flusher
+		ask  int64 // the stream's FlushBytes
 		want int64
 	}{
-		{"not a ChunkSizer", cfg, discardSink{}, 4 << 20},
-		{"its own size", cfg, &chunkSizedSink{chunk: 16 << 20}, 16 << 20},
-		{"smaller than --flush-bytes", cfg, &chunkSizedSink{chunk: 1 << 20}, 4 << 20},
-		{"a quarter of --buffer-bytes at most", small, &chunkSizedSink{chunk: 16 << 20}, 8 << 20},
-		{"never below --flush-bytes", tiny, &chunkSizedSink{chunk: 16 << 20}, 4 << 20},
+		{"not set", cfg, 0, 4 << 20},
+		{"its own size", cfg, 16 << 20, 16 << 20},
+		{"smaller than --flush-bytes", cfg, 1 << 20, 4 << 20},
+		{"a quarter of --buffer-bytes at most", small, 16 << 20, 8 << 20},
+		{"never below --flush-bytes", tiny, 16 << 20, 4 << 20},
 	} {
-		if got := chunkBytes(&c.cfg, c.f); got != c.want {
+		if got := chunkBytes(&c.cfg, c.ask); got != c.want {
 			t.Errorf("%s: chunkBytes = %d, want %d", c.name, got, c.want)
 		}
 	}
 }
-
-// chunkSizedSink is a sizeSink that asks for chunks of its own size.
-type chunkSizedSink struct {
-	sizeSink
-	chunk int64
-}
-
-func (s *chunkSizedSink) ChunkBytes() int64 { return s.chunk }
 
 // sizeSink blocks until release is closed, then records each flush's size.
 type sizeSink struct {
@@ -494,7 +491,7 @@ func TestFlushRetriesAreCountedAndReportStorageDown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(AckWAL)
 	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 5*time.Millisecond
-	b, err := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, reg, quiet)
+	b, err := Open(context.Background(), cfg, t.TempDir(), streamsOf(sink), reg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,17 @@
 // service and UTC hour, "api/2026/11/21/1800"; for logins: a day table),
 // each group already encoded as '\n'-terminated lines. The buffer appends
 // every group to its key's pending bytes and flushes a key when it reaches
-// --flush-bytes or its oldest byte is --flush-interval old, on worker
+// its stream's chunk size or its oldest byte is --flush-interval old, on worker
 // goroutines of its own per stream, so one slow key or one slow sink never
 // blocks the intake of the others.
+//
+// The streams are a registry the buffer is opened with (StreamDef): each
+// has an id (StreamLogs, StreamLogins; written in the WAL, so fixed), a
+// name (its metrics' "stream" label), the Flusher that stores its keys
+// (blobsink's Sink for logs, tablesink's Sink for logins), a chunk size
+// (FlushBytes, --flush-bytes unless set) and an optional Observer that sees
+// each group of every batch Add accepted (tablesink's Counters count the
+// logs stream's events per service, hour and level from Group.Tally).
 //
 // Durability follows --ack:
 //

@@ -17,3 +17,14 @@ func (b *Batch) events() int {
 	}
 	return n
 }
+
+// streamsOf registers one stream per flusher, in order: stream 0 is
+// "logs", stream 1 "logins".
+func streamsOf(flushers ...Flusher) []StreamDef {
+	names := []string{"logs", "logins"}
+	defs := make([]StreamDef, len(flushers))
+	for i, f := range flushers {
+		defs[i] = StreamDef{ID: Stream(i), Name: names[i], Flusher: f}
+	}
+	return defs
+}

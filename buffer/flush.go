@@ -93,16 +93,16 @@ func (b *Buffer) truncateWAL() {
 	b.met.walSegments.Set(float64(b.wal.Segments()))
 }
 
-func (b *Buffer) worker(stream Stream) {
+func (b *Buffer) worker(s *stream) {
 	defer b.workersWG.Done()
-	for kb := range b.queues[stream] {
-		b.flushKey(kb)
+	for kb := range s.queue {
+		b.flushKey(s, kb)
 	}
 }
 
 // flushKey hands a key's pending bytes to its sink, retrying with backoff
 // until they are stored or the buffer stops.
-func (b *Buffer) flushKey(kb *keyBuf) {
+func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	kb.mu.Lock()
 	kb.queued = false
 	if kb.flushing || len(kb.chunks) == 0 {
@@ -118,7 +118,6 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 	kb.flushing = true
 	kb.mu.Unlock()
 
-	flusher := b.flushers[kb.stream]
 	stored := 0
 	journal := func(intent []byte) error {
 		if b.wal == nil {
@@ -128,10 +127,9 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		return err
 	}
 	start := time.Now()
-	policy := b.flushRetry[kb.stream]
 	attempt := 1
 	for ; ; attempt++ {
-		n, err := flusher.Flush(context.Background(), kb.key, data[stored:], journal)
+		n, err := s.Flusher.Flush(context.Background(), kb.key, data[stored:], journal)
 		stored += n
 		if err == nil && stored >= len(data) {
 			break
@@ -140,9 +138,9 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 			err = errShortFlush
 		}
 		b.lastFlushErr.Store(&err)
-		b.met.flushErrors.WithLabelValues(streamName(kb.stream)).Inc()
+		b.met.flushErrors.WithLabelValues(s.Name).Inc()
 		b.noteFlushFailure(attempt)
-		if policy.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", len(data)) != nil {
+		if s.retry.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", len(data)) != nil {
 			// Shutting down with storage unreachable: the bytes stay in the
 			// WAL (with --ack wal or flush) and are flushed at the next start.
 			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", len(data)-stored)
@@ -151,9 +149,9 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		}
 	}
 	b.noteFlushEnd(attempt - 1)
-	b.met.flushes.WithLabelValues(streamName(kb.stream)).Inc()
-	b.met.flushBytes.WithLabelValues(streamName(kb.stream)).Add(float64(len(data)))
-	b.met.flushSeconds.WithLabelValues(streamName(kb.stream)).Observe(time.Since(start).Seconds())
+	b.met.flushes.WithLabelValues(s.Name).Inc()
+	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(len(data)))
+	b.met.flushSeconds.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
 	if b.wal != nil {
 		// No need to wait for this one: without it, recovery asks the sink.
 		go b.wal.Append(encodeDone(kb.stream, kb.key, upTo), nil)
@@ -168,7 +166,7 @@ func (b *Buffer) flushKey(kb *keyBuf) {
 		kb.queued = true
 	}
 	kb.mu.Unlock()
-	b.recycle(kb.stream, data)
+	s.recycle(data)
 	b.budget.Release(int64(len(data)))
 	b.flushed.Broadcast()
 	if requeue {

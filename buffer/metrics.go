@@ -21,16 +21,6 @@ type metrics struct {
 	walRefused         *prometheus.CounterVec
 }
 
-func streamName(s Stream) string {
-	switch s {
-	case 0:
-		return "logs"
-	case 1:
-		return "logins"
-	}
-	return "other"
-}
-
 func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 	m := &metrics{
 		full: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_buffer_full_total",
@@ -60,11 +50,10 @@ func newMetrics(reg prometheus.Registerer, b *Buffer) *metrics {
 	}
 	// Every stream's series exist from the start, at 0: a dashboard or an
 	// alert on errors must not wait for the first error to see the series.
-	for i := range b.flushers {
-		name := streamName(Stream(i))
-		m.flushes.WithLabelValues(name)
-		m.flushErrors.WithLabelValues(name)
-		m.flushBytes.WithLabelValues(name)
+	for _, s := range b.streams {
+		m.flushes.WithLabelValues(s.Name)
+		m.flushErrors.WithLabelValues(s.Name)
+		m.flushBytes.WithLabelValues(s.Name)
 	}
 	for _, reason := range []string{"disk", "max_bytes"} {
 		m.walRefused.WithLabelValues(reason)

@@ -136,7 +136,7 @@ func (b *Buffer) readBatch(keys pendingKeys, lsn uint64, r *reader) error {
 		if r.err != nil {
 			return nil
 		}
-		if int(stream) >= len(b.flushers) {
+		if int(stream) >= len(b.streams) {
 			return fmt.Errorf("cannot replay the write-ahead log: record %d names unknown stream %d", lsn, stream)
 		}
 		p := keys.get(stream, key)
@@ -224,7 +224,7 @@ func (b *Buffer) landed(ctx context.Context, p *pendingKey, in *pendingIntent) (
 	var n int
 	err := b.landedRetry.Do(ctx, func(ctx context.Context) error {
 		var err error
-		n, err = b.flushers[p.stream].Landed(ctx, p.key, in.body)
+		n, err = b.streams[p.stream].Flusher.Landed(ctx, p.key, in.body)
 		return err
 	})
 	if err != nil {

@@ -23,7 +23,7 @@ func TestWALMaxBytes(t *testing.T) {
 	cfg := testConfig(AckWAL)
 	cfg.WALSegmentBytes, cfg.WALMaxBytes = 4<<10, 16<<10
 	cfg.RetryMin, cfg.RetryMax = time.Millisecond, 20*time.Millisecond
-	b, err := Open(context.Background(), cfg, t.TempDir(), []Flusher{sink}, nil, quiet)
+	b, err := Open(context.Background(), cfg, t.TempDir(), streamsOf(sink), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestReplayAfterTornTail(t *testing.T) {
 	sink := newMemSink()
 	sink.failNext = 1 << 30 // storage is down: nothing is flushed before the crash
 	cfg := testConfig(AckWAL)
-	b, err := Open(context.Background(), cfg, dir, []Flusher{sink}, nil, quiet)
+	b, err := Open(context.Background(), cfg, dir, streamsOf(sink), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestReplayAfterTornTail(t *testing.T) {
 	f.Close()
 
 	sink2 := newMemSink()
-	b2, err := Open(context.Background(), cfg, dir, []Flusher{sink2}, nil, quiet)
+	b2, err := Open(context.Background(), cfg, dir, streamsOf(sink2), nil, quiet)
 	if err != nil {
 		t.Fatalf("cannot start after a torn last record: %v", err)
 	}

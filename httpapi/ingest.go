@@ -18,12 +18,6 @@ import (
 	"ingest/tablesink"
 )
 
-// Streams of the buffer: which sink a group goes to.
-const (
-	StreamLogs   buffer.Stream = 0
-	StreamLogins buffer.Stream = 1
-)
-
 const hourNanos = int64(time.Hour)
 
 // reqState is one request's reusable memory.
@@ -37,17 +31,15 @@ type reqState struct {
 	// log events: the groups found so far by the event's own service and
 	// hour, to skip encoding the key of every event
 	seen     []seenGroup
-	lastSeen int // index in seen of the previous event's group
-	counts   []groupCount
+	lastSeen int        // index in seen of the previous event's group
+	keys     []groupKey // by group index
 	attempt  tablesink.Attempt
 	loginErr []intake.LineError
 }
 
-// groupCount tallies a group's events per level for the stats counters.
-type groupCount struct {
+// groupKey is what the request keeps of a log group's key.
+type groupKey struct {
 	svcLen int // the key's service prefix length
-	hour   int64
-	levels [7]int
 }
 
 var statePool = sync.Pool{New: func() any { return new(reqState) }}
@@ -56,7 +48,7 @@ func (st *reqState) reset() {
 	st.batch.Reset()
 	st.seen = st.seen[:0]
 	st.lastSeen = 0
-	st.counts = st.counts[:0]
+	st.keys = st.keys[:0]
 	st.loginErr = st.loginErr[:0]
 	if cap(st.body) > 8<<20 {
 		st.body = nil
@@ -197,20 +189,9 @@ func (s *Server) addBatch(batch *buffer.Batch) error {
 	return s.deps.Buffer.Add(c, batch)
 }
 
-// accepted counts an accepted batch (stats counters, metrics) and shows
-// its log events to live tails.
+// accepted counts an accepted batch (metrics; the stats counters observe
+// the buffer's logs stream) and shows its log events to live tails.
 func (s *Server) accepted(st *reqState, res *intake.Result, logins bool) {
-	if !logins && s.deps.Counters != nil {
-		for i := range st.counts {
-			c := &st.counts[i]
-			svc := st.batch.Groups()[i].Key[:c.svcLen]
-			for l, n := range c.levels {
-				if n > 0 {
-					s.deps.Counters.Add(svc, c.hour*hourNanos, logline.Level(l), n)
-				}
-			}
-		}
-	}
 	s.met.eventsAccepted.Add(float64(res.Accepted))
 	if !logins {
 		s.publishTail(&st.batch)
@@ -307,7 +288,7 @@ func (s *Server) serviceOf(ctx *fasthttp.RequestCtx) []byte {
 type seenGroup struct {
 	svc  []byte
 	hour int64
-	idx  int // in the batch's groups and st.counts
+	idx  int // in the batch's groups and st.keys
 }
 
 // maxSeen bounds the groups looked up by the event's own service: a
@@ -325,11 +306,10 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 		i = st.addGroup(e, hour)
 	}
 	g := &st.batch.Groups()[i]
-	c := &st.counts[i]
-	e.Service = g.Key[:c.svcLen] // the line names the service as its blob does
+	e.Service = g.Key[:st.keys[i].svcLen] // the line names the service as its blob does
 	g.Data = logline.AppendLine(g.Data, e)
 	g.Events++
-	c.levels[e.Level]++
+	g.Tally[e.Level]++ // for the stats counters, the stream's observer
 }
 
 // findGroup returns the index of the group of events of service svc (as
@@ -357,10 +337,10 @@ func (st *reqState) addGroup(e *logline.Event, hour int64) int {
 	svcLen := len(st.svc)
 	st.key = append(append(st.key[:0], st.svc...), '/')
 	st.key = logline.HourPrefix(st.key, e.Time)
-	g := st.batch.Group(StreamLogs, st.key)
+	g := st.batch.Group(buffer.StreamLogs, st.key)
 	groups := st.batch.Groups()
-	if len(groups) > len(st.counts) {
-		st.counts = append(st.counts, groupCount{svcLen: svcLen, hour: hour})
+	if len(groups) > len(st.keys) {
+		st.keys = append(st.keys, groupKey{svcLen: svcLen})
 	}
 	idx := 0
 	for i := range groups {
@@ -392,7 +372,7 @@ func (s *Server) addLogin(st *reqState, l *intake.Login) error {
 		return err
 	}
 	st.key = append(st.key[:0], key...)
-	g := st.batch.Group(StreamLogins, st.key)
+	g := st.batch.Group(buffer.StreamLogins, st.key)
 	g.Data = append(g.Data, rec...)
 	g.Events++
 	return nil

@@ -95,11 +95,14 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 		t.Fatal(err)
 	}
 	f := &fixture{store: store, blobs: filepath.Join(dir, "blobs")}
-	flushers := []buffer.Flusher{gatedFlusher{sink, &f.gate, &f.gateMu}, loginTestFlusher{logins}}
+	streams := []buffer.StreamDef{
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: gatedFlusher{sink, &f.gate, &f.gateMu}},
+		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins},
+	}
 	if bcfg.Ack == "" {
 		bcfg = buffer.Config{Ack: buffer.AckWAL, FlushInterval: 50 * time.Millisecond, FlushBytes: 1 << 20, BufferBytes: 64 << 20, FlushWorkers: 2, BudgetWait: 10 * time.Millisecond}
 	}
-	f.buf, err = buffer.Open(context.Background(), bcfg, filepath.Join(dir, "wal"), flushers, reg, quiet)
+	f.buf, err = buffer.Open(context.Background(), bcfg, filepath.Join(dir, "wal"), streams, reg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +138,6 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 	})
 	return f
 }
-
-type loginTestFlusher struct{ s *tablesink.Sink }
-
-func (l loginTestFlusher) Flush(ctx context.Context, key string, data []byte, _ func([]byte) error) (int, error) {
-	if err := l.s.Flush(ctx, key, data); err != nil {
-		return 0, err
-	}
-	return len(data), nil
-}
-func (loginTestFlusher) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
 func (f *fixture) do(t testing.TB, method, path string, hdr map[string]string, body []byte) (int, http.Header, string) {
 	t.Helper()

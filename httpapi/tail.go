@@ -112,7 +112,7 @@ func (h *tailHub) publish(b *buffer.Batch) {
 	groups := b.Groups()
 	for i := range groups {
 		g := &groups[i]
-		if g.Stream != StreamLogs || len(g.Data) == 0 {
+		if g.Stream != buffer.StreamLogs || len(g.Data) == 0 {
 			continue
 		}
 		svc := g.Key

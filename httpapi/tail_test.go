@@ -90,7 +90,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	h.add(r)
 	h.add(other)
 	var b buffer.Batch
-	g := b.Group(StreamLogs, []byte("api/2026/11/21/1600"))
+	g := b.Group(buffer.StreamLogs, []byte("api/2026/11/21/1600"))
 	for i := range 1000 {
 		e := logline.Event{Time: time.Date(2026, 11, 21, 16, 0, 0, i, time.UTC).UnixNano(), Level: logline.LevelInfo,
 			Service: []byte("api"), Message: bytes.Repeat([]byte("x"), 200)}

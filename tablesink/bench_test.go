@@ -44,14 +44,14 @@ func BenchmarkFlush(b *testing.B) {
 				const n = 10000
 				key, data := benchRecords(b, s, kind, n)
 				s.now = func() time.Time { return day0 }
-				if err := s.Flush(context.Background(), key, data); err != nil { // creates the table
+				if err := s.Write(context.Background(), key, data); err != nil { // creates the table
 					b.Fatal(err)
 				}
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					if err := s.Flush(context.Background(), key, data); err != nil {
+					if err := s.Write(context.Background(), key, data); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -39,7 +39,7 @@ func writeZipfAttempts(tb testing.TB, s *Sink, n, flushBytes int) string {
 			tb.Fatal(err)
 		}
 		if len(data) >= flushBytes || i == n-1 {
-			if err := s.Flush(context.Background(), key, data); err != nil {
+			if err := s.Write(context.Background(), key, data); err != nil {
 				tb.Fatal(err)
 			}
 			data = data[:0]

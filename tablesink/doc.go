@@ -39,8 +39,9 @@
 //
 // AppendRecord runs at intake: it decides the keys (the hot-user salting
 // uses the intake clock), checks Azure's limits, and appends one compact
-// JSON record line for the buffer, keyed by day table. Flush takes one
-// table's records (a --flush-bytes chunk), groups them by bucket across the
+// JSON record line for the buffer, keyed by day table. Flush (the sink is
+// the login stream's buffer.Flusher) hands one table's records (a chunk of
+// the stream's FlushBytes) to Write, which groups them by bucket across the
 // whole chunk into entity group transactions (at most 100 entities and
 // 4 MiB, one partition each, a RowKey at most once), and upserts them,
 // --login-flush-parallel at a time, so a replayed or retried flush
@@ -59,7 +60,7 @@
 //	s, _ := tablesink.New(cfg, tablesink.NewAzureStore(svc), reg, log)
 //	s.SetDeadLetters(blobStore)
 //	key, rec, err := s.AppendRecord(rec[:0], &attempt) // at intake
-//	err = s.Flush(ctx, key, records)                    // from the buffer
+//	err = s.Write(ctx, key, records)                    // from the buffer
 //	latest, err := s.Tail(ctx, "alice@example.com", 7, 50)
 //
 // # Read path
@@ -72,8 +73,9 @@
 //
 // # Stats
 //
-// Counters counts events per service, hour and level on the intake hot
-// path (no allocation) and merges them into table "stats": one entity per
+// Counters counts events per service, hour and level (no allocation): it is
+// the logs stream's buffer.Observer, so it counts the groups of every batch
+// the buffer accepted, from each group's per-level tally; it merges them into table "stats": one entity per
 // service, day and instance holding H00..H23 and H00_info..H23_fatal,
 // updated with read, add and merge under the ETag (data series pattern).
 // ReadStats sums the instances.

@@ -42,7 +42,7 @@ func Example() {
 		records[key] = rec
 	}
 	for key, data := range records {
-		if err := s.Flush(ctx, key, data); err != nil {
+		if err := s.Write(ctx, key, data); err != nil {
 			panic(err)
 		}
 	}

@@ -205,7 +205,7 @@ func TestThrottlingBacksOff(t *testing.T) {
 	for i := range cs.failBatch {
 		cs.failBatch[i] = busy
 	}
-	if err := s.Flush(context.Background(), tableName(s.prefix, dayOf(day0.UnixNano())), recs[tableName(s.prefix, dayOf(day0.UnixNano()))]); err == nil {
+	if err := s.Write(context.Background(), tableName(s.prefix, dayOf(day0.UnixNano())), recs[tableName(s.prefix, dayOf(day0.UnixNano()))]); err == nil {
 		t.Fatal("Flush succeeded through endless throttling: want an error for the buffer to retry later")
 	}
 }
@@ -236,7 +236,7 @@ func TestDeadLetters(t *testing.T) {
 	key := tableName(s.prefix, dayOf(day0.UnixNano()))
 	recs[key] = append(recs[key], "not a record\n"...)
 	for range 2 {
-		if err := s.Flush(context.Background(), key, recs[key]); err != nil {
+		if err := s.Write(context.Background(), key, recs[key]); err != nil {
 			t.Fatalf("Flush with one rejected entity: %v", err)
 		}
 	}

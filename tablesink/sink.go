@@ -113,8 +113,8 @@ func New(cfg Config, store Store, reg prometheus.Registerer, log *slog.Logger) (
 // Keyer is the sink's key builder (for tools that show the key layout).
 func (s *Sink) Keyer() *shard.Keyer { return s.keyer }
 
-// ChunkBytes is the size of the buffer's login flushes (--login-flush-bytes),
-// for buffer.ChunkSizer.
+// ChunkBytes is the size of the buffer's login flushes (--login-flush-bytes):
+// the login stream's FlushBytes in the buffer's stream registry.
 func (s *Sink) ChunkBytes() int64 { return s.cfg.FlushBytes }
 
 // Store is the sink's table store.
@@ -137,7 +137,7 @@ func (s *Sink) expired(day int64) bool {
 	return dayOf(s.now().UnixNano())-day > int64(s.cfg.RetentionDays)
 }
 
-// Flush stores the records of one day table (key, as AppendRecord returned
+// Write stores the records of one day table (key, as AppendRecord returned
 // it): grouped by PartitionKey (a hash bucket, shared by many users) into
 // entity group transactions of at most 100 entities and 4 MiB,
 // --login-flush-parallel in flight at once, each an upsert so that a
@@ -149,7 +149,7 @@ func (s *Sink) expired(day int64) bool {
 // SetDeadLetters) and the flush moves on. It returns nil only when every
 // record is committed or dead-lettered (or dropped because its day is past
 // the retention, counted); otherwise the caller retries the same data later.
-func (s *Sink) Flush(ctx context.Context, key string, data []byte) error {
+func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 	day, ok := parseTableName(s.prefix, key)
 	if !ok {
 		return fmt.Errorf("cannot flush login records: %q is not a day table name (logins{YYYYMMDD})", key)

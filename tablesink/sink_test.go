@@ -78,7 +78,7 @@ func flushAll(t testing.TB, s *Sink, recs map[string][]byte) {
 		if key == "" {
 			continue
 		}
-		if err := s.Flush(context.Background(), key, data); err != nil {
+		if err := s.Write(context.Background(), key, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestFlushReplayDuplicatesNothing(t *testing.T) {
 		data := recs[key]
 		twice := append(append([]byte{}, data...), data...) // a replay inside one flush
 		for _, d := range [][]byte{data, data, twice} {
-			if err := s.Flush(context.Background(), key, d); err != nil {
+			if err := s.Write(context.Background(), key, d); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -180,7 +180,7 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 
 		busy := fmt.Errorf("503 ServerBusy: %w", ErrTransient)
 		cs.failBatch = []error{busy, busy}
-		if err := s.Flush(context.Background(), key, recs[key]); err != nil {
+		if err := s.Write(context.Background(), key, recs[key]); err != nil {
 			t.Fatalf("Flush with two transient errors: %v", err)
 		}
 		// Two transient errors, then a missing table (created), then success.
@@ -196,18 +196,18 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 
 		// Too many transient errors: Flush fails, the caller retries later.
 		cs.failBatch = []error{busy, busy, busy, busy, busy}
-		err = s.Flush(context.Background(), key, recs[key])
+		err = s.Write(context.Background(), key, recs[key])
 		if !IsTransient(err) || !strings.Contains(err.Error(), "cannot flush 1 of 1 transactions") {
 			t.Fatalf("Flush after 5 transient errors: %v", err)
 		}
 		// A permanent error is not retried.
 		calls := cs.n("Batch")
 		cs.failBatch = []error{errors.New("400 InvalidInput")}
-		if err := s.Flush(context.Background(), key, recs[key]); err == nil || cs.n("Batch") != calls+1 {
+		if err := s.Write(context.Background(), key, recs[key]); err == nil || cs.n("Batch") != calls+1 {
 			t.Fatalf("permanent error: %v after %d tries", err, cs.n("Batch")-calls)
 		}
 		// Bad records are skipped and counted.
-		if err := s.Flush(context.Background(), key, []byte("not json\n{\"pk\":\"a/b\",\"rk\":\"x\"}\n")); err != nil {
+		if err := s.Write(context.Background(), key, []byte("not json\n{\"pk\":\"a/b\",\"rk\":\"x\"}\n")); err != nil {
 			t.Fatal(err)
 		}
 		if n := testutil.ToFloat64(s.m.dropped.WithLabelValues("bad_record")); n != 2 {
@@ -268,7 +268,7 @@ func TestRetention(t *testing.T) {
 		expired := tableName(s.prefix, today-61)
 		rec := fmt.Appendf(nil, `{"pk":"0000_u","rk":"%s","t":%d,"u":"u"}`+"\n", strings.Repeat("1", 19)+"_x", day0.AddDate(0, 0, -61).UnixNano())
 		creates := cs.n("CreateTable")
-		if err := s.Flush(ctx, expired, rec); err != nil {
+		if err := s.Write(ctx, expired, rec); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.createTable(ctx, expired); err == nil || !strings.Contains(err.Error(), "never reused") {
@@ -338,7 +338,7 @@ func TestRejectedEntityIsIsolated(t *testing.T) {
 	appendAttempts(t, s, recs, "erin", times, "ok")
 	appendAttempts(t, s, recs, "erin", times[:1], "poison")
 	key := TableName(dayOf(day0.UnixNano()))
-	if err := s.Flush(context.Background(), key, recs[key]); err != nil {
+	if err := s.Write(context.Background(), key, recs[key]); err != nil {
 		t.Fatalf("Flush with one rejected entity: %v", err)
 	}
 	got, err := s.Tail(context.Background(), "erin", 1, 100)

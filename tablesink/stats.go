@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/buffer"
 	"ingest/internal/retry"
 	"ingest/logline"
 	"ingest/shard"
@@ -149,12 +150,55 @@ func newRunID() string {
 
 // Add counts n events of service at unixNano with level.
 func (c *Counters) Add(service []byte, unixNano int64, level logline.Level, n int) {
-	if int(level) >= numLevels {
-		level = logline.LevelNone
-	}
 	hour := unixNano / int64(time.Hour)
 	if unixNano%int64(time.Hour) < 0 {
 		hour--
+	}
+	c.add(service, hour, level, n)
+}
+
+// Observe counts a group of the logs stream (buffer.Observer): its key is
+// "{service}/YYYY/MM/DD/hh00" and its Tally counts its events per
+// logline.Level. A key of another shape is not counted.
+func (c *Counters) Observe(g *buffer.Group) {
+	service, hour, ok := splitLogKey(g.Key)
+	if !ok {
+		return
+	}
+	for l, n := range g.Tally {
+		if n > 0 {
+			c.add(service, hour, logline.Level(l), n)
+		}
+	}
+}
+
+// splitLogKey splits a logs group's key into its service and its hour,
+// counted from 1970-01-01 UTC.
+func splitLogKey(key []byte) (service []byte, hour int64, ok bool) {
+	const prefixLen = len("/YYYY/MM/DD/hh00")
+	if len(key) <= prefixLen {
+		return nil, 0, false
+	}
+	service, p := key[:len(key)-prefixLen], key[len(key)-prefixLen:]
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	ok = p[0] == '/' && p[5] == '/' && p[8] == '/' && p[11] == '/' && string(p[14:]) == "00"
+	t := time.Date(num(p[1:5]), time.Month(num(p[6:8])), num(p[9:11]), num(p[12:14]), 0, 0, 0, time.UTC)
+	return service, t.Unix() / 3600, ok
+}
+
+// add counts n events of service in hour with level.
+func (c *Counters) add(service []byte, hour int64, level logline.Level, n int) {
+	if int(level) >= numLevels {
+		level = logline.LevelNone
 	}
 	c.mu.RLock()
 	sc := c.svcs[string(service)] // no allocation: the compiler converts in place for a lookup

@@ -67,23 +67,6 @@ func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backen
 	return b, nil
 }
 
-// loginFlusher adapts the table sink to the buffer: its upserts are
-// idempotent, so it journals nothing and a replay simply writes again.
-type loginFlusher struct{ sink *tablesink.Sink }
-
-func (f loginFlusher) Flush(ctx context.Context, key string, data []byte, _ func([]byte) error) (int, error) {
-	if err := f.sink.Flush(ctx, key, data); err != nil {
-		return 0, err
-	}
-	return len(data), nil
-}
-
-func (loginFlusher) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
-
-// ChunkBytes makes the buffer flush login attempts in chunks of
-// --login-flush-bytes (buffer.ChunkSizer).
-func (f loginFlusher) ChunkBytes() int64 { return f.sink.ChunkBytes() }
-
 // readyProbe checks that blob storage answers.
 func readyProbe(store blobsink.Store) func(ctx context.Context) error {
 	return func(ctx context.Context) error {

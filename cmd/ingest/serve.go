@@ -79,9 +79,9 @@ func runServe(args []string) error {
 		return err
 	}
 	// Replays the write-ahead log: whatever a crash left is re-queued.
-	buf, err := buffer.Open(ctx, bcfg, scfg.WALDir(), []buffer.Flusher{
-		httpapi.StreamLogs:   blobSink,
-		httpapi.StreamLogins: loginFlusher{logins},
+	buf, err := buffer.Open(ctx, bcfg, scfg.WALDir(), []buffer.StreamDef{
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters},
+		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins, FlushBytes: logins.ChunkBytes()},
 	}, reg, log)
 	if err != nil {
 		return err

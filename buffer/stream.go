@@ -1,0 +1,100 @@
+package buffer
+
+import (
+	"fmt"
+	"sync"
+
+	"ingest/internal/retry"
+)
+
+// Stream identifies one stream of the buffer: the kind of data a group
+// holds and so the sink it goes to. A stream's id is written in the
+// write-ahead log with every record, so it never changes.
+type Stream uint8
+
+// The ingester's streams.
+const (
+	StreamLogs   Stream = 0 // log lines, stored in append blobs (package blobsink)
+	StreamLogins Stream = 1 // login attempts, stored in day tables (package tablesink)
+)
+
+// StreamDef registers one stream with the buffer (Open takes the
+// registry: every stream, in id order).
+type StreamDef struct {
+	ID   Stream
+	Name string // the "stream" label of the buffer's metrics, "logs"
+	// Flusher stores the stream's keys.
+	Flusher Flusher
+	// Observer, when set, sees each of the stream's groups of every batch
+	// Add accepted, once the batch is as safe as --ack promises. It is
+	// called on the request's goroutine: it must be quick.
+	Observer Observer
+	// FlushBytes is the stream's chunk size: a key is flushed once it
+	// holds this many bytes, and one flush stores at most one chunk (a
+	// batch's group larger than that is one chunk of its own). Zero:
+	// Config.FlushBytes (--flush-bytes). The buffer keeps it within a
+	// quarter of --buffer-bytes, so one key's backlog leaves room for the
+	// others, and never below --flush-bytes. The login stream sets it
+	// (--login-flush-bytes): an entity group transaction covers one
+	// bucket, so a flush fills its transactions only when it holds enough
+	// attempts for every bucket, far more than 4 MiB of them.
+	FlushBytes int64
+}
+
+// Observer sees the groups a batch added, after the buffer accepted them.
+type Observer interface {
+	Observe(g *Group)
+}
+
+// stream is a registered stream and the buffer's state for it.
+type stream struct {
+	StreamDef
+	queue chan *keyBuf // keys due for a flush, for the stream's workers
+	retry retry.Policy // of its flushes
+	pool  sync.Pool    // flushed chunk buffers of FlushBytes capacity (*[]byte)
+}
+
+// newStreams checks the registry and returns the buffer's streams.
+func newStreams(defs []StreamDef, cfg *Config) ([]*stream, error) {
+	if len(defs) == 0 {
+		return nil, fmt.Errorf("cannot open the buffer without a stream")
+	}
+	streams := make([]*stream, len(defs))
+	names := map[string]bool{}
+	for i, d := range defs {
+		switch {
+		case int(d.ID) != i:
+			return nil, fmt.Errorf("cannot register stream %q (id %d) at position %d: list the streams in id order, with no gap", d.Name, d.ID, i)
+		case d.Name == "" || names[d.Name]:
+			return nil, fmt.Errorf("cannot register stream %d with name %q: every stream needs a name of its own", d.ID, d.Name)
+		case d.Flusher == nil:
+			return nil, fmt.Errorf("cannot register stream %q without a flusher", d.Name)
+		case d.FlushBytes < 0:
+			return nil, fmt.Errorf("cannot flush stream %q by chunks of %d bytes: want a positive size, or 0 for --flush-bytes", d.Name, d.FlushBytes)
+		}
+		names[d.Name] = true
+		d.FlushBytes = chunkBytes(cfg, d.FlushBytes)
+		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16)}
+	}
+	return streams, nil
+}
+
+// chunkBytes is the chunk size of a stream that asks for want bytes (0:
+// --flush-bytes): within a quarter of --buffer-bytes, so that one key's
+// backlog leaves room for the others; never below --flush-bytes.
+func chunkBytes(cfg *Config, want int64) int64 {
+	if want == 0 {
+		return cfg.FlushBytes
+	}
+	return max(cfg.FlushBytes, min(want, cfg.BufferBytes/4))
+}
+
+// observe shows the batch's groups to their streams' observers.
+func (b *Buffer) observe(batch *Batch) {
+	for i := range batch.groups {
+		g := &batch.groups[i]
+		if o := b.streams[g.Stream].Observer; o != nil {
+			o.Observe(g)
+		}
+	}
+}

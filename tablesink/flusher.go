@@ -1,0 +1,29 @@
+package tablesink
+
+import (
+	"context"
+
+	"ingest/buffer"
+)
+
+// The sink is the buffer's flusher of the login stream, and the counters
+// the observer of the logs stream.
+var (
+	_ buffer.Flusher  = (*Sink)(nil)
+	_ buffer.Observer = (*Counters)(nil)
+)
+
+// Flush stores data, whole records of the day table key, for the buffer
+// (buffer.Flusher): all of it, or none when err is not nil. Its upserts are
+// idempotent, so it journals nothing: after a crash the buffer replays the
+// records and Flush simply writes them again.
+func (s *Sink) Flush(ctx context.Context, key string, data []byte, _ func(intent []byte) error) (int, error) {
+	if err := s.Write(ctx, key, data); err != nil {
+		return 0, err
+	}
+	return len(data), nil
+}
+
+// Landed is always 0: Flush journals no intent, so a flush a crash
+// interrupted is written again whole.
+func (s *Sink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
