@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,13 +16,11 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
-	"github.com/valyala/fasthttp/pprofhandler"
 
 	"ingest/admission"
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/internal/flagutil"
-	"ingest/internal/httperr"
 	"ingest/query"
 	"ingest/tablesink"
 )
@@ -132,6 +129,7 @@ type Server struct {
 	active   sync.WaitGroup
 	met      *metrics
 	metricsH fasthttp.RequestHandler
+	routes   routes
 	ln       net.Listener
 	tail     tailHub
 }
@@ -163,6 +161,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.met = newMetrics(deps.Registry)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
+	s.routes = s.newRoutes()
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
 		Name:                  "ingest",
@@ -262,106 +261,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.srv.ShutdownWithContext(ctx)
 }
 
+// handle serves a request by the route table and counts it under its
+// route.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	path := ctx.Path()
-	method := ctx.Method()
 	start := time.Now()
-	route := "other"
-	defer func() {
-		s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
-		s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
-	}()
-	switch {
-	case string(path) == "/healthz":
-		route = "healthz"
-		ctx.SetContentType("text/plain")
-		ctx.WriteString("ok\n")
-		return
-	case string(path) == "/readyz":
-		route = "readyz"
-		s.ready(ctx)
-		return
-	case string(path) == "/metrics":
-		route = "metrics"
-		if s.cfg.MetricsAuth && !s.authorize(ctx) {
-			return
-		}
-		s.metricsH(ctx)
-		return
-	case ctx.IsGet() && (string(path) == "/" || bytes.HasPrefix(path, []byte("/ui/"))):
-		route = "page"
-		s.page(ctx)
-		return
-	case s.cfg.Pprof && bytes.HasPrefix(path, []byte("/debug/pprof")):
-		route = "pprof"
-		if !s.authorize(ctx) {
-			return
-		}
-		pprofhandler.PprofHandler(ctx)
-		return
-	}
-	// Every /v1/ route needs a token when tokens are set, known or not:
-	// a route added below is never open by mistake.
-	if bytes.HasPrefix(path, []byte("/v1/")) && !s.authorize(ctx) {
-		route = "unauthorized"
-		return
-	}
-	switch {
-	case string(path) == "/v1/stats" || bytes.HasPrefix(path, []byte("/v1/stats/")):
-		route = "get_stats"
-		if !ctx.IsGet() {
-			methodNotAllowed(ctx, "GET")
-			return
-		}
-		s.stats(ctx)
-		return
-	case string(path) == "/v1/retention":
-		route = "post_retention"
-		if !ctx.IsPost() {
-			methodNotAllowed(ctx, "POST")
-			return
-		}
-		if requireUnscoped(ctx, "retention") {
-			s.retention(ctx)
-		}
-		return
-	}
-	isLogs := string(path) == "/v1/logs" || bytes.HasPrefix(path, []byte("/v1/logs/"))
-	isLogins := string(path) == "/v1/logins" || bytes.HasPrefix(path, []byte("/v1/logins/"))
-	isRead := string(path) == "/v1/tail" || string(path) == "/v1/services"
-	if !isLogs && !isLogins && !isRead {
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: fmt.Sprintf("no route for %s %s", method, path)})
-		return
-	}
-	switch {
-	case isLogs && ctx.IsPost():
-		route = "post_logs"
-		s.ingest(ctx, false)
-	case isLogins && ctx.IsPost() && string(path) == "/v1/logins":
-		route = "post_logins"
-		if requireUnscoped(ctx, "posting login attempts") {
-			s.ingest(ctx, true)
-		}
-	case isLogs && ctx.IsGet() && string(path) == "/v1/logs":
-		route = "get_logs"
-		s.queryLogs(ctx)
-	case isLogins && ctx.IsGet() && len(path) > len("/v1/logins/"):
-		route = "get_logins"
-		s.queryLogins(ctx)
-	case ctx.IsGet() && string(path) == "/v1/tail":
-		route = "get_tail"
-		s.tailLogs(ctx)
-	case ctx.IsGet() && string(path) == "/v1/services":
-		route = "get_services"
-		s.listServices(ctx)
-	default:
-		methodNotAllowed(ctx, "GET, POST")
-	}
-}
-
-func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
-	ctx.Response.Header.Set("Allow", allow)
-	writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
+	route := s.dispatch(ctx)
+	s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
+	s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 }
 
 func (s *Server) ready(ctx *fasthttp.RequestCtx) {
