@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
@@ -22,6 +21,9 @@ import (
 	"ingest/tablesink"
 )
 
+// runServe runs the server: read and check the flags, open the pipeline
+// (storage, sinks, buffer; replaying the WAL), serve HTTP until SIGINT or
+// SIGTERM, then shut down in order.
 func runServe(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	scfg := storageFlags(fs)
@@ -53,87 +55,42 @@ func runServe(args []string) error {
 		return err
 	}
 	setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	be, err := openBackend(ctx, scfg, true)
+	reg := newRegistry()
+	p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg}, reg, log)
 	if err != nil {
 		return err
 	}
-	defer be.close()
-	blobSink, err := blobsink.NewSink(be.blobs, sinkCfg, reg, log)
-	if err != nil {
-		return err
-	}
-	logins, err := tablesink.New(tcfg, be.tables, reg, log)
-	if err != nil {
-		return err
-	}
-	logins.SetDeadLetters(be.blobs) // _deadletter/logins/... beside the logs
-	counters, err := tablesink.NewCounters(be.tables, tcfg.Instance, reg, log)
-	if err != nil {
-		return err
-	}
-	// Replays the write-ahead log: whatever a crash left is re-queued.
-	buf, err := buffer.Open(ctx, bcfg, scfg.WALDir(), []buffer.StreamDef{
-		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters},
-		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins, FlushBytes: logins.ChunkBytes()},
-	}, reg, log)
-	if err != nil {
-		return err
-	}
+	defer p.be.close()
 	localToken, err := newLocalToken()
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(hcfg, httpapi.Deps{Buffer: buf, Blobs: be.blobs, Logins: logins, Counters: counters,
-		Registry: reg, Log: log, Ready: readyProbe(be.blobs), Query: qcfg, LocalToken: localToken})
+	srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
 	if err != nil {
 		return err
 	}
-	addr, err := srv.Listen()
-	if err != nil {
-		return err
-	}
-	// The commands beside this server find it here (see runfile.go).
-	removeRunFile, err := writeRunFile(scfg.DataDir, runInfo{PID: os.Getpid(), URL: localURL(addr, hcfg.TLS()), Token: localToken, TLSCert: hcfg.TLSCert})
+	addr, removeRunFile, err := listen(srv, &hcfg, scfg.DataDir, localToken)
 	if err != nil {
 		return err
 	}
 	defer removeRunFile()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for range hup {
-			if err := srv.Reload(); err != nil {
-				log.Error("SIGHUP: cannot reload", "err", err)
-			} else {
-				log.Info("SIGHUP: tokens and TLS certificate reloaded", "tokens", hcfg.TokensFile != "", "tls", hcfg.TLS())
-			}
-		}
-	}()
-
-	bg, stopBG := context.WithCancel(context.Background())
+	defer reloadOnHangup(srv, &hcfg, log)()
+	stopBG := p.runBackground(cfg.StatsInterval)
 	defer stopBG()
-	go logins.Run(bg, time.Hour) // tomorrow's table ahead of midnight, retention
-	go counters.Run(bg, cfg.StatsInterval)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 	log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
 		"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
-
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("cannot serve HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(srv, buf, counters, stopBG, cfg.ShutdownTimeout, log)
+	return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
 }
 
 // serveConfig holds the server's own settings, beside those of the
@@ -161,6 +118,20 @@ func (c *serveConfig) RegisterFlags(fs *pflag.FlagSet) {
 func (c *serveConfig) Validate() error {
 	_, err := parseLogLevel(c.LogLevel)
 	return err
+}
+
+// listen binds the server's address and records it, with the local token,
+// in the data directory for the commands beside the server (runfile.go).
+func listen(srv *httpapi.Server, hcfg *httpapi.Config, dataDir, localToken string) (net.Addr, func(), error) {
+	addr, err := srv.Listen()
+	if err != nil {
+		return nil, nil, err
+	}
+	remove, err := writeRunFile(dataDir, runInfo{PID: os.Getpid(), URL: localURL(addr, hcfg.TLS()), Token: localToken, TLSCert: hcfg.TLSCert})
+	if err != nil {
+		return nil, nil, err
+	}
+	return addr, remove, nil
 }
 
 // setMemoryLimit gives the Go runtime a soft memory limit of the memory

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"ingest/blobsink"
+	"ingest/buffer"
+	"ingest/httpapi"
+	"ingest/query"
+	"ingest/storage"
+	"ingest/tablesink"
+)
+
+// pipeline is what the server serves from, in request order: the buffer
+// (with its write-ahead log) in front of the blob and table sinks, the
+// stats counters, and the storage under them.
+type pipeline struct {
+	be       *backend
+	logins   *tablesink.Sink
+	counters *tablesink.Counters
+	buf      *buffer.Buffer
+}
+
+// sinkConfigs are the settings of the pipeline's parts.
+type sinkConfigs struct {
+	buffer buffer.Config
+	blobs  blobsink.Config
+	tables tablesink.Config
+}
+
+// newRegistry returns the metrics registry, with the Go runtime's and the
+// process's collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// openPipeline opens storage, the sinks and counters on it, and the buffer
+// whose stream registry wires them; opening the buffer replays the
+// write-ahead log, re-queueing whatever a crash left.
+func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, reg prometheus.Registerer, log *slog.Logger) (_ *pipeline, err error) {
+	be, err := openBackend(ctx, scfg, true)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			be.close()
+		}
+	}()
+	blobSink, err := blobsink.NewSink(be.blobs, cfg.blobs, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	logins, err := tablesink.New(cfg.tables, be.tables, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	logins.SetDeadLetters(be.blobs) // _deadletter/logins/... beside the logs
+	counters, err := tablesink.NewCounters(be.tables, cfg.tables.Instance, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := buffer.Open(ctx, cfg.buffer, scfg.WALDir(), []buffer.StreamDef{
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters},
+		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins, FlushBytes: logins.ChunkBytes()},
+	}, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline{be: be, logins: logins, counters: counters, buf: buf}, nil
+}
+
+// runBackground starts the pipeline's periodic work: the day tables
+// (tomorrow's ahead of midnight, retention) and the stats merges. The
+// returned function stops it.
+func (p *pipeline) runBackground(statsInterval time.Duration) (stop func()) {
+	bg, stop := context.WithCancel(context.Background())
+	go p.logins.Run(bg, time.Hour)
+	go p.counters.Run(bg, statsInterval)
+	return stop
+}
+
+// newServer builds the HTTP server on the pipeline and binds its address.
+func newServer(hcfg httpapi.Config, qcfg query.Config, p *pipeline, localToken string, reg *prometheus.Registry, log *slog.Logger) (*httpapi.Server, error) {
+	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Counters: p.counters,
+		Registry: reg, Log: log, Ready: readyProbe(p.be.blobs), Query: qcfg, LocalToken: localToken})
+}
+
+// reloadOnHangup reloads the server's tokens and TLS certificate on each
+// SIGHUP until the returned function is called.
+func reloadOnHangup(srv *httpapi.Server, hcfg *httpapi.Config, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			if err := srv.Reload(); err != nil {
+				log.Error("SIGHUP: cannot reload", "err", err)
+			} else {
+				log.Info("SIGHUP: tokens and TLS certificate reloaded", "tokens", hcfg.TokensFile != "", "tls", hcfg.TLS())
+			}
+		}
+	}()
+	return func() { signal.Stop(hup) }
+}
