@@ -45,7 +45,7 @@ func (s *Server) stats(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "want GET /v1/stats/{service}[?day=YYYY-MM-DD]"})
 		return
 	}
-	if s.deps.Counters == nil {
+	if s.deps.Stats == nil {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusNotFound, Msg: "this server keeps no stats"})
 		return
 	}
@@ -58,7 +58,7 @@ func (s *Server) stats(ctx *fasthttp.RequestCtx) {
 	}
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hours, err := s.deps.Counters.ReadStats(c, service, day)
+	hours, err := s.deps.Stats.ReadStats(c, service, day)
 	if err != nil {
 		writeError(ctx, &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: err.Error()})
 		return

@@ -18,11 +18,8 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"ingest/admission"
-	"ingest/blobsink"
-	"ingest/buffer"
 	"ingest/internal/flagutil"
 	"ingest/query"
-	"ingest/tablesink"
 )
 
 // Config holds the HTTP settings.
@@ -103,10 +100,11 @@ func (c *Config) TLS() bool { return c.TLSCert != "" }
 
 // Deps are what the server serves from.
 type Deps struct {
-	Buffer   *buffer.Buffer
-	Blobs    blobsink.Store // for queries
-	Logins   *tablesink.Sink
-	Counters *tablesink.Counters
+	Buffer Buffer
+	Blobs  query.Store // for queries
+	Logins Logins
+	// Stats answers GET /v1/stats; nil: the route answers 404.
+	Stats    Stats
 	Registry *prometheus.Registry
 	Log      *slog.Logger
 	Ready    func(ctx context.Context) error // storage reachable

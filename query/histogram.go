@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"ingest/blobsink"
 	"ingest/logline"
 )
 
@@ -29,7 +28,7 @@ func (h *Histogram) Bucket(i int) time.Time { return h.From.Add(time.Duration(i)
 // their metadata like a query's (time range, and LogType with a level); a
 // read blob costs a scan of its lines' time and level fields only, and no
 // sorting.
-func RunHistogram(ctx context.Context, store blobsink.Store, q Query, interval time.Duration) (Histogram, Stats, error) {
+func RunHistogram(ctx context.Context, store Store, q Query, interval time.Duration) (Histogram, Stats, error) {
 	var st Stats
 	q.Limit, q.Desc = 0, false
 	if err := q.Validate(); err != nil {

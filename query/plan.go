@@ -30,7 +30,7 @@ type candidate struct {
 
 // runner holds one query's state.
 type runner struct {
-	store blobsink.Store
+	store Store
 	q     *Query
 	cfg   Config
 	fn    func([]byte, *logline.Event) error
@@ -47,7 +47,7 @@ type runner struct {
 	decoders decoders
 }
 
-func newRunner(store blobsink.Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
+func newRunner(store Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
 	cfg := q.Config.withDefaults()
 	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}}
 	r.budget = make(chan struct{}, cfg.ReadAheadBytes/batchBytes)
@@ -182,7 +182,7 @@ func (r *runner) services(ctx context.Context) ([]string, error) {
 
 // Services lists the services that have blobs in the store, sorted: the
 // container's top-level names a writer could have produced.
-func Services(ctx context.Context, store blobsink.Store) ([]string, error) {
+func Services(ctx context.Context, store Store) ([]string, error) {
 	names, err := discover(ctx, store)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the services in the container: %w", err)
@@ -192,7 +192,7 @@ func Services(ctx context.Context, store blobsink.Store) ([]string, error) {
 }
 
 // discover lists the top-level names of the container.
-func discover(ctx context.Context, store blobsink.Store) ([]string, error) {
+func discover(ctx context.Context, store Store) ([]string, error) {
 	var names []string
 	switch s := store.(type) {
 	case TopLister:

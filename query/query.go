@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ingest/blobsink"
 	"ingest/internal/flagutil"
 	"ingest/logline"
 )
@@ -182,7 +181,7 @@ var errStop = errors.New("query limit reached")
 // valid during the call. Run stops at q.Limit events, when ctx is cancelled
 // (returning ctx.Err()) or when fn returns an error (returned as is).
 // Blobs are streamed, never read whole: memory is bounded by q.Config.
-func Run(ctx context.Context, store blobsink.Store, q Query, fn func(line []byte, e *logline.Event) error) (Stats, error) {
+func Run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error) (Stats, error) {
 	var st Stats
 	if err := q.Validate(); err != nil {
 		return st, err

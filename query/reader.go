@@ -27,7 +27,7 @@ const readBufSize = 64 << 10
 // (.log.zst: zstd, .log.gz: gzip, each a concatenation of independent frames,
 // one per flush), for `ingest cat`. Closing it releases the decoder and the
 // blob stream.
-func OpenBlob(ctx context.Context, store blobsink.Store, name string) (io.ReadCloser, error) {
+func OpenBlob(ctx context.Context, store Store, name string) (io.ReadCloser, error) {
 	rc, err := store.Open(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open blob %s: %w", name, err)

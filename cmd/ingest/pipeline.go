@@ -92,7 +92,7 @@ func (p *pipeline) runBackground(statsInterval time.Duration) (stop func()) {
 
 // newServer builds the HTTP server on the pipeline and binds its address.
 func newServer(hcfg httpapi.Config, qcfg query.Config, p *pipeline, localToken string, reg *prometheus.Registry, log *slog.Logger) (*httpapi.Server, error) {
-	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Counters: p.counters,
+	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Stats: p.counters,
 		Registry: reg, Log: log, Ready: readyProbe(p.be.blobs), Query: qcfg, LocalToken: localToken})
 }
 

@@ -1,0 +1,41 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"ingest/buffer"
+	"ingest/tablesink"
+)
+
+// Buffer is what the server needs of the buffer (*buffer.Buffer): it adds
+// the batches and reports what readiness and the answers depend on.
+type Buffer interface {
+	// Add accepts a batch, as safe as Ack says once it returns nil.
+	Add(ctx context.Context, b *buffer.Batch) error
+	Ack() string               // the --ack mode, for X-Ingest-Ack
+	AckTimeout() time.Duration // the longest Add waits for storage
+	Full() bool                // the memory budget is (nearly) used up
+	WALErr() error             // the write-ahead log's disk refuses writes
+}
+
+// Logins is what the server needs of the login table sink
+// (*tablesink.Sink).
+type Logins interface {
+	// AppendRecord appends an attempt's record for the buffer and returns
+	// its day table, the key of its group.
+	AppendRecord(dst []byte, a *tablesink.Attempt) (key string, out []byte, err error)
+	// TailEach hands fn a user's newest attempts of the last days, newest
+	// first, a day at a time; an error from fn stops it.
+	TailEach(ctx context.Context, user string, days, limit int, fn func(*tablesink.Attempt) error) error
+	// Maintain creates the coming day tables and deletes those past the
+	// retention (none with dryRun), returning the deleted ones.
+	Maintain(ctx context.Context, dryRun bool) (deleted []string, err error)
+	RetentionDays() int
+}
+
+// Stats is what the server needs of the stats counters
+// (*tablesink.Counters): a service's counts for a day, per hour.
+type Stats interface {
+	ReadStats(ctx context.Context, service string, day time.Time) ([24]tablesink.HourStats, error)
+}

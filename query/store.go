@@ -1,0 +1,18 @@
+package query
+
+import (
+	"context"
+	"io"
+
+	"ingest/blobsink"
+)
+
+// Store is what a query reads of blob storage: the blobs under a prefix,
+// and a blob's bytes. blobsink's stores (embedded and Azure) have it.
+type Store interface {
+	// List calls fn for each blob whose name starts with prefix, with its
+	// metadata, in no particular order; an error from fn stops it.
+	List(ctx context.Context, prefix string, fn func(blobsink.BlobInfo) error) error
+	// Open reads a blob; a missing one is blobsink.ErrNotFound.
+	Open(ctx context.Context, name string) (io.ReadCloser, error)
+}
