@@ -19,6 +19,12 @@
 // Every flag also reads INGEST_<FLAG> from the environment and a key of the
 // same name from the YAML file of --config; the command line wins over the
 // environment, which wins over the file.
+//
+// serve.go runs the server as named steps; pipeline.go opens what it serves
+// from in request order (storage, the sinks and counters, the buffer's
+// stream registry wiring them); backend.go opens storage for every command;
+// commands.go, tail.go, healthcheck.go and version.go are the other
+// commands; runfile.go records a running server for the commands beside it.
 package main
 
 import (
