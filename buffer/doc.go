@@ -12,7 +12,9 @@
 // has an id (StreamLogs, StreamLogins; written in the WAL, so fixed), a
 // name (its metrics' "stream" label), the Flusher that stores its keys
 // (blobsink's Sink for logs, tablesink's Sink for logins), a chunk size
-// (FlushBytes, --flush-bytes unless set) and an optional Observer that sees
+// (FlushBytes: --flush-bytes unless set; --login-flush-bytes for logins,
+// kept between --flush-bytes and a quarter of --buffer-bytes) and an
+// optional Observer that sees
 // each group of every batch Add accepted (tablesink's Counters count the
 // logs stream's events per service, hour and level from Group.Tally).
 //
