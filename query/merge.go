@@ -240,74 +240,11 @@ func (r *runner) advance(s *stream) (bool, error) {
 func (s *stream) readAhead(f *filter) {
 	defer close(s.exited)
 	defer close(s.feed)
-	var b *lineBatch
+	r := aheadReader{s: s, f: f}
 	select {
-	case b = <-s.free:
+	case r.b = <-s.free:
 	case <-s.stop:
 		return
-	}
-	send := func() bool {
-		select {
-		case s.feed <- b:
-		case <-s.stop:
-			return false
-		}
-		select {
-		case b = <-s.free:
-			return true
-		default:
-		}
-		if s.extra < batchesPerStream-1 {
-			select {
-			case <-s.budget:
-				s.extra++
-				b = &lineBatch{}
-				return true
-			default:
-			}
-		}
-		select {
-		case b = <-s.free:
-			return true
-		case <-s.stop:
-			return false
-		}
-	}
-	var (
-		li      lineInfo
-		scratch []byte
-	)
-	// take filters one line into the batch; false when the stream must stop.
-	take := func(line []byte) bool {
-		if !f.prefilter(line) {
-			return true
-		}
-		// A counting pass (the histogram) needs the time and level only,
-		// unless it filters by text; otherwise the whole line is checked and
-		// its fields recorded here, on this blob's goroutine, so handing it
-		// out needs no parse.
-		var msg []byte
-		ok := true
-		if f.countOnly && f.text == nil {
-			ok = parseHead(line, &li)
-		} else {
-			msg, ok = scanLine(line, &li, &scratch)
-		}
-		if !ok {
-			s.st.LinesBad++
-			return true
-		}
-		if !f.match(line, &li, msg) {
-			return true
-		}
-		s.st.LinesMatched++
-		if f.countOnly {
-			b.recs = append(b.recs, batchRec{info: li})
-		} else {
-			b.recs = append(b.recs, batchRec{info: li, off: int32(len(b.buf)), n: int32(len(line))})
-			b.buf = append(b.buf, line...)
-		}
-		return (len(b.buf) < batchBytes && len(b.recs) < maxBatchRecs) || send()
 	}
 	// With a text that is looked for on the raw line, whole buffers of
 	// lines are searched for it at once and only the lines holding it are
@@ -315,44 +252,135 @@ func (s *stream) readAhead(f *filter) {
 	bulk := f.textRawCheck && s.lr.max >= readBufSize
 	for {
 		if bulk {
-			blk := s.lr.block()
-			if len(blk) > 0 {
-				s.st.LinesScanned += int64(bytes.Count(blk, []byte{'\n'}))
-				s.st.BytesDecoded += int64(len(blk))
-				for pos := 0; ; {
-					j := bytes.Index(blk[pos:], f.text)
-					if j < 0 {
-						break
-					}
-					start := bytes.LastIndexByte(blk[:pos+j], '\n') + 1
-					end := pos + j + bytes.IndexByte(blk[pos+j:], '\n') + 1 // blk ends with '\n'
-					if !take(blk[start:end]) {
-						return
-					}
-					pos = end
+			if blk := s.lr.block(); len(blk) > 0 {
+				if !r.takeHolding(blk) {
+					return
 				}
 				continue
 			}
 		}
 		line, err := s.lr.next()
 		if err != nil {
-			if err != io.EOF {
-				if s.raw.err != nil {
-					s.err = fmt.Errorf("cannot read blob %s: %w", s.name, err)
-				} else {
-					s.st.BlobsDamaged++
-				}
-			}
-			if len(b.recs) > 0 {
-				send()
-			}
+			r.finish(err)
 			return
 		}
 		s.st.LinesScanned++
 		s.st.BytesDecoded += int64(len(line))
-		if !take(line) {
+		if !r.take(line) {
 			return
 		}
+	}
+}
+
+// aheadReader is one blob's read-ahead goroutine: the batch it fills and
+// the scratch space of its line checks.
+type aheadReader struct {
+	s       *stream
+	f       *filter
+	b       *lineBatch
+	li      lineInfo
+	scratch []byte
+}
+
+// send hands the full batch to advance and takes an empty one: a returned
+// one, else one more from the query's read-ahead budget, else it waits for
+// one to come back. False when the stream must stop.
+func (r *aheadReader) send() bool {
+	s := r.s
+	select {
+	case s.feed <- r.b:
+	case <-s.stop:
+		return false
+	}
+	select {
+	case r.b = <-s.free:
+		return true
+	default:
+	}
+	if s.extra < batchesPerStream-1 {
+		select {
+		case <-s.budget:
+			s.extra++
+			r.b = &lineBatch{}
+			return true
+		default:
+		}
+	}
+	select {
+	case r.b = <-s.free:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// take filters one line into the batch; false when the stream must stop.
+func (r *aheadReader) take(line []byte) bool {
+	f, s, b := r.f, r.s, r.b
+	if !f.prefilter(line) {
+		return true
+	}
+	// A counting pass (the histogram) needs the time and level only,
+	// unless it filters by text; otherwise the whole line is checked and
+	// its fields recorded here, on this blob's goroutine, so handing it
+	// out needs no parse.
+	var msg []byte
+	ok := true
+	if f.countOnly && f.text == nil {
+		ok = parseHead(line, &r.li)
+	} else {
+		msg, ok = scanLine(line, &r.li, &r.scratch)
+	}
+	if !ok {
+		s.st.LinesBad++
+		return true
+	}
+	if !f.match(line, &r.li, msg) {
+		return true
+	}
+	s.st.LinesMatched++
+	if f.countOnly {
+		b.recs = append(b.recs, batchRec{info: r.li})
+	} else {
+		b.recs = append(b.recs, batchRec{info: r.li, off: int32(len(b.buf)), n: int32(len(line))})
+		b.buf = append(b.buf, line...)
+	}
+	return (len(b.buf) < batchBytes && len(b.recs) < maxBatchRecs) || r.send()
+}
+
+// takeHolding takes the lines of blk (whole lines, ending in '\n') that
+// hold the filter's text; false when the stream must stop.
+func (r *aheadReader) takeHolding(blk []byte) bool {
+	st := &r.s.st
+	st.LinesScanned += int64(bytes.Count(blk, []byte{'\n'}))
+	st.BytesDecoded += int64(len(blk))
+	for pos := 0; ; {
+		j := bytes.Index(blk[pos:], r.f.text)
+		if j < 0 {
+			return true
+		}
+		start := bytes.LastIndexByte(blk[:pos+j], '\n') + 1
+		end := pos + j + bytes.IndexByte(blk[pos+j:], '\n') + 1
+		if !r.take(blk[start:end]) {
+			return false
+		}
+		pos = end
+	}
+}
+
+// finish ends the blob on err: a storage error is kept for advance, a
+// decoding error counts the blob as damaged, and the last batch is sent.
+func (r *aheadReader) finish(err error) {
+	s := r.s
+	if err != io.EOF {
+		if s.raw.err != nil {
+			s.err = fmt.Errorf("cannot read blob %s: %w", s.name, err)
+		} else {
+			s.st.BlobsDamaged++
+		}
+	}
+	if len(r.b.recs) > 0 {
+		r.send()
 	}
 }
 
