@@ -25,31 +25,26 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
+	// object takes the n-th JSON object of the body (a line or an element).
+	object := func(n int, obj []byte) {
+		if msg := p.eventFromLine(obj); msg != "" {
+			r.reject(n, msg)
+			return
+		}
+		r.Accepted++
+		emit(&p.ev)
+	}
 	switch f {
 	case FormatNDJSON:
 		if p.prettyObject(body, &r, emit) {
 			break
 		}
-		forEachLine(body, &r, func(n int, line []byte) {
-			if msg := p.eventFromLine(line); msg != "" {
-				r.reject(n, msg)
-				return
-			}
-			r.Accepted++
-			emit(&p.ev)
-		})
+		forEachLine(body, &r, object)
 	case FormatJSONArray:
 		if err := p.scanArray(body); err != nil {
 			return r, err
 		}
-		p.forEachElement(body, &r, func(n int, elem []byte) {
-			if msg := p.eventFromLine(elem); msg != "" {
-				r.reject(n, msg)
-				return
-			}
-			r.Accepted++
-			emit(&p.ev)
-		})
+		p.forEachElement(body, &r, object)
 	case FormatText:
 		p.parseText(body, &r, emit)
 	case FormatOTLPProto, FormatOTLPJSON:

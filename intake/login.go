@@ -138,17 +138,7 @@ func (p *Parser) loginFromLine(b []byte) string {
 	if len(lg.User) == 0 {
 		return `login has no "user": a non-empty user is required`
 	}
-	if !haveTime {
-		lg.Time = p.now
-	}
-	if !haveID {
-		p.id = p.ids.next(p.id[:0], p.now)
-		lg.ID = p.id
-	}
-	if len(p.attrs) > 0 {
-		p.attrs = append(p.attrs, '}')
-		lg.Props = p.attrs
-	}
+	p.finishRecord(haveTime, haveID, &lg.Time, &lg.ID, &lg.Props)
 	return ""
 }
 

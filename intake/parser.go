@@ -314,19 +314,25 @@ func (p *Parser) messageAt(b []byte, i int) (end int, msg string) {
 // finishEvent applies the defaults and closes the attrs object.
 func (p *Parser) finishEvent(haveTime, haveID bool) {
 	ev := &p.ev
-	if !haveTime {
-		ev.Time = p.now
-	}
 	if len(ev.Service) == 0 {
 		ev.Service = p.service
 	}
+	p.finishRecord(haveTime, haveID, &ev.Time, &ev.ID, &ev.Attrs)
+}
+
+// finishRecord fills in what an event or a login attempt did not carry (the
+// request's time, a generated id) and closes the object of its other fields.
+func (p *Parser) finishRecord(haveTime, haveID bool, t *int64, id, attrs *[]byte) {
+	if !haveTime {
+		*t = p.now
+	}
 	if !haveID {
 		p.id = p.ids.next(p.id[:0], p.now)
-		ev.ID = p.id
+		*id = p.id
 	}
 	if len(p.attrs) > 0 {
 		p.attrs = append(p.attrs, '}')
-		ev.Attrs = p.attrs
+		*attrs = p.attrs
 	}
 }
 
