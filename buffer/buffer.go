@@ -389,7 +389,7 @@ func (b *Buffer) lookup(stream Stream, key []byte) *keyBuf {
 }
 
 // Ack is the --ack mode: when Add returns.
-func (b *Buffer) Ack() string { return b.cfg.Ack }
+func (b *Buffer) Ack() AckMode { return b.cfg.Ack }
 
 // AckTimeout is the longest Add waits for storage (--ack-timeout).
 func (b *Buffer) AckTimeout() time.Duration { return b.cfg.AckTimeout }

@@ -72,7 +72,7 @@ func (m *memSink) get(key string) string {
 	return string(m.stored[key])
 }
 
-func testConfig(ack string) Config {
+func testConfig(ack AckMode) Config {
 	return Config{Ack: ack, FlushInterval: 50 * time.Millisecond, FlushBytes: 1 << 20, BufferBytes: 8 << 20,
 		FlushWorkers: 2, BudgetWait: 20 * time.Millisecond}
 }
@@ -122,8 +122,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestFlushesInOrderPerKey(t *testing.T) {
-	for _, ack := range []string{AckWAL, AckMemory, AckFlush} {
-		t.Run(ack, func(t *testing.T) {
+	for _, ack := range []AckMode{AckWAL, AckMemory, AckFlush} {
+		t.Run(string(ack), func(t *testing.T) {
 			sink := newMemSink()
 			b, err := Open(context.Background(), testConfig(ack), t.TempDir(), streamsOf(sink), nil, quiet)
 			if err != nil {
@@ -322,7 +322,7 @@ func BenchmarkAddMemory(b *testing.B) { benchAdd(b, AckMemory) }
 
 // benchAdd measures Add with 1,000-event batches of ~200-byte lines from
 // parallel goroutines, the shape of the HTTP intake.
-func benchAdd(b *testing.B, ack string) {
+func benchAdd(b *testing.B, ack AckMode) {
 	sink := &discardSink{}
 	cfg := testConfig(ack)
 	cfg.BufferBytes = 512 << 20

@@ -9,16 +9,19 @@ import (
 	"ingest/internal/flagutil"
 )
 
-// Ack modes: when Add returns.
+// AckMode is when Add returns: the value of --ack.
+type AckMode string
+
+// The ack modes.
 const (
-	AckWAL    = "wal"
-	AckMemory = "memory"
-	AckFlush  = "flush"
+	AckWAL    AckMode = "wal"    // once the batch is in the fsync'd WAL
+	AckMemory AckMode = "memory" // once buffered; a crash loses it
+	AckFlush  AckMode = "flush"  // once in durable storage
 )
 
 // Config tunes the buffer.
 type Config struct {
-	Ack             string
+	Ack             AckMode
 	FlushInterval   time.Duration
 	FlushBytes      int64
 	BufferBytes     int64
@@ -55,7 +58,7 @@ func DefaultConfig() Config {
 // defaults (start from DefaultConfig). BudgetWait, RetryMin and RetryMax
 // have no flags.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Ack, "ack", c.Ack, "when to acknowledge a batch: wal (in the fsync'd write-ahead log), memory (buffered only; a crash loses it), flush (in durable storage)")
+	fs.StringVar((*string)(&c.Ack), "ack", string(c.Ack), "when to acknowledge a batch: wal (in the fsync'd write-ahead log), memory (buffered only; a crash loses it), flush (in durable storage)")
 	fs.DurationVar(&c.FlushInterval, "flush-interval", c.FlushInterval, "flush a key's buffer when its oldest event is this old")
 	flagutil.BytesVar(fs, &c.FlushBytes, "flush-bytes", c.FlushBytes, "flush a key's buffer when it holds this many bytes")
 	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", c.BufferBytes, "memory budget for accepted events not yet flushed; past it requests get 429")

@@ -45,8 +45,8 @@ func (o *tallyObserver) Observe(g *Group) {
 // every accepted batch once, and nothing of a refused one or of another
 // stream.
 func TestObserverSeesAcceptedGroups(t *testing.T) {
-	for _, ack := range []string{AckWAL, AckMemory, AckFlush} {
-		t.Run(ack, func(t *testing.T) {
+	for _, ack := range []AckMode{AckWAL, AckMemory, AckFlush} {
+		t.Run(string(ack), func(t *testing.T) {
 			obs := &tallyObserver{seen: map[string]int{}}
 			cfg := testConfig(ack)
 			b, err := Open(context.Background(), cfg, t.TempDir(), []StreamDef{

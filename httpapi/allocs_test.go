@@ -29,8 +29,8 @@ func TestIngestPathAllocsPerEvent(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, ack := range []string{buffer.AckMemory, buffer.AckWAL} {
-		t.Run(ack, func(t *testing.T) {
+	for _, ack := range []buffer.AckMode{buffer.AckMemory, buffer.AckWAL} {
+		t.Run(string(ack), func(t *testing.T) {
 			// No flush while measuring: flush workers allocate on their own
 			// goroutines, and the counts are process-wide.
 			bcfg := buffer.Config{Ack: ack, FlushInterval: time.Hour, FlushBytes: 64 << 20, BufferBytes: 1 << 30, FlushWorkers: 1, BudgetWait: time.Second}

@@ -13,7 +13,7 @@ import (
 type Buffer interface {
 	// Add accepts a batch, as safe as Ack says once it returns nil.
 	Add(ctx context.Context, b *buffer.Batch) error
-	Ack() string               // the --ack mode, for X-Ingest-Ack
+	Ack() buffer.AckMode       // the --ack mode, for X-Ingest-Ack
 	AckTimeout() time.Duration // the longest Add waits for storage
 	Full() bool                // the memory budget is (nearly) used up
 	WALErr() error             // the write-ahead log's disk refuses writes

@@ -119,7 +119,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		s.writePending(ctx, &res, format, err)
 		return
 	}
-	ctx.Response.Header.Set("X-Ingest-Ack", s.deps.Buffer.Ack())
+	ctx.Response.Header.Set("X-Ingest-Ack", string(s.deps.Buffer.Ack()))
 	s.writeResult(ctx, fasthttp.StatusAccepted, &res, format)
 }
 
@@ -203,7 +203,7 @@ func (s *Server) accepted(st *reqState, res *intake.Result, logins bool) {
 // that resent it would store it twice.
 func (s *Server) writePending(ctx *fasthttp.RequestCtx, res *intake.Result, format intake.Format, err error) {
 	s.met.ackTimeouts.Inc()
-	ctx.Response.Header.Set("X-Ingest-Ack", buffer.AckWAL)
+	ctx.Response.Header.Set("X-Ingest-Ack", string(buffer.AckWAL))
 	s.writeResult(ctx, fasthttp.StatusAccepted, res, format)
 	if format != intake.FormatOTLPProto && format != intake.FormatOTLPJSON {
 		b := ctx.Response.Body()

@@ -102,7 +102,7 @@ func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err
 		dst = append(dst, a.Props...)
 	}
 	dst = append(dst, "}\n"...)
-	return s.tableName(day), dst, nil
+	return s.dayTable(day), dst, nil
 }
 
 // recordEntity parses one record line into the entity stored for it:

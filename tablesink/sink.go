@@ -120,9 +120,10 @@ func (s *Sink) ChunkBytes() int64 { return s.cfg.FlushBytes }
 // Store is the sink's table store.
 func (s *Sink) Store() Store { return s.store }
 
-// tableName caches the current day's name so AppendRecord does not
-// allocate it per attempt.
-func (s *Sink) tableName(day int64) string {
+// dayTable is the name of the day's table (tableName with the sink's
+// prefix), cached for the current day so AppendRecord does not allocate it
+// per attempt.
+func (s *Sink) dayTable(day int64) string {
 	if d := s.day.Load(); d != nil && d.day == day {
 		return d.name
 	}

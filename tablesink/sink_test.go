@@ -150,7 +150,7 @@ func TestFlushReplayDuplicatesNothing(t *testing.T) {
 			times = append(times, day0.Add(time.Duration(i)*time.Second))
 		}
 		appendAttempts(t, s, recs, "carol", times, "c")
-		key := s.tableName(dayOf(day0.UnixNano()))
+		key := s.dayTable(dayOf(day0.UnixNano()))
 		data := recs[key]
 		twice := append(append([]byte{}, data...), data...) // a replay inside one flush
 		for _, d := range [][]byte{data, data, twice} {
