@@ -27,8 +27,8 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 	var r Result
 	// object takes the n-th JSON object of the body (a line or an element).
 	object := func(n int, obj []byte) {
-		if msg := p.eventFromLine(obj); msg != "" {
-			r.reject(n, msg)
+		if reason := p.eventFromLine(obj); reason != "" {
+			r.reject(n, reason)
 			return
 		}
 		r.Accepted++

@@ -177,7 +177,7 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string)) string {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		if _, end, msg := appendValue(p.num[:0], b, i, 0); msg == "" && skipWS(b, end) == len(b) {
+		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason == "" && skipWS(b, end) == len(b) {
 			return "line is not a JSON object: it is " + jsonKind(b[i])
 		}
 		return syntaxError(b, i, "'{'")
@@ -207,9 +207,9 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsons
 			if i = skipWS(b, i+1); i >= len(b) {
 				return syntaxError(b, i, "a value")
 			}
-			var msg string
-			if i, msg = fn(key, rawKey, fl, i); msg != "" {
-				return msg
+			var reason string
+			if i, reason = fn(key, rawKey, fl, i); reason != "" {
+				return reason
 			}
 			i = skipWS(b, i)
 			if i < len(b) && b[i] == ',' {

@@ -50,8 +50,8 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
 	each := func(n int, b []byte) {
-		if msg := p.loginFromLine(b); msg != "" {
-			r.reject(n, msg)
+		if reason := p.loginFromLine(b); reason != "" {
+			r.reject(n, reason)
 			return
 		}
 		if err := emit(&p.lg); err != nil {
@@ -95,9 +95,9 @@ func (p *Parser) loginFromLine(b []byte) string {
 			}
 		case fieldTime:
 			if !haveTime {
-				t, end, msg := p.timeAt(b, i, key)
+				t, end, reason := p.timeAt(b, i, key)
 				lg.Time, haveTime = t, true
-				return end, msg
+				return end, reason
 			}
 		case fieldSuccess:
 			if !lg.HasSuccess {

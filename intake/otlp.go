@@ -65,8 +65,8 @@ func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event)
 			scope := sl.GetScope().GetName()
 			for _, rec := range sl.GetLogRecords() {
 				n++
-				if msg := p.eventFromRecord(rec, scope, jsonForm); msg != "" {
-					r.reject(n, msg)
+				if reason := p.eventFromRecord(rec, scope, jsonForm); reason != "" {
+					r.reject(n, reason)
 					continue
 				}
 				r.Accepted++
@@ -104,15 +104,15 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 		ev.Level, unknownSeverity = l, !ok
 	}
 
-	p.msg = p.msg[:0]
+	p.message = p.message[:0]
 	if b := rec.GetBody(); b != nil {
 		if s, ok := b.GetValue().(*commonpb.AnyValue_StringValue); ok {
-			p.msg = append(p.msg, s.StringValue...)
+			p.message = append(p.message, s.StringValue...)
 		} else {
-			p.msg = appendAnyValue(p.msg, b)
+			p.message = appendAnyValue(p.message, b)
 		}
 	}
-	ev.Message = p.msg
+	ev.Message = p.message
 
 	haveID := false
 	for _, kv := range rec.GetAttributes() {

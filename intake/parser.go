@@ -36,10 +36,10 @@ type Result struct {
 }
 
 // reject counts a bad line and lists it while there is room.
-func (r *Result) reject(line int, msg string) {
+func (r *Result) reject(line int, reason string) {
 	r.Rejected++
 	if len(r.Errors) < MaxErrors {
-		r.Errors = append(r.Errors, LineError{Line: line, Error: msg})
+		r.Errors = append(r.Errors, LineError{Line: line, Error: reason})
 	}
 }
 
@@ -80,17 +80,17 @@ type Parser struct {
 	ev logline.Event
 	lg Login
 
-	attrs []byte // the event's attrs object
-	msg   []byte // a non-string message rendered as JSON
-	svc   []byte // service/user given as a number
-	host  []byte // host/ip given as a number
-	id    []byte // id given as a number, or generated
-	ua    []byte // ua given as a number
-	num   []byte // a number's text
-	res   []byte // OTLP resource attributes, each after a comma
-	key   []byte // a key with escapes, unescaped
-	ids   idGen
-	spans []span // array element bounds
+	attrs   []byte // the event's attrs object
+	message []byte // a non-string message rendered as JSON
+	svc     []byte // service/user given as a number
+	host    []byte // host/ip given as a number
+	id      []byte // id given as a number, or generated
+	ua      []byte // ua given as a number
+	num     []byte // a number's text
+	res     []byte // OTLP resource attributes, each after a comma
+	key     []byte // a key with escapes, unescaped
+	ids     idGen
+	spans   []span // array element bounds
 
 	service []byte // resolved default service of this request
 	now     int64  // resolved default time of this request
@@ -113,7 +113,7 @@ func GetParser() *Parser {
 // longer be used. Buffers grown past a few hundred KiB are dropped, not
 // pooled.
 func PutParser(p *Parser) {
-	for _, b := range []*[]byte{&p.attrs, &p.msg, &p.svc, &p.host, &p.id, &p.ua, &p.num, &p.res, &p.key} {
+	for _, b := range []*[]byte{&p.attrs, &p.message, &p.svc, &p.host, &p.id, &p.ua, &p.num, &p.res, &p.key} {
 		if cap(*b) > retainBytes {
 			*b = nil
 		}
@@ -214,15 +214,15 @@ func (p *Parser) eventFromLine(b []byte) string {
 	p.attrs = p.attrs[:0]
 	var seen seenFields
 	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
-		if end, msg, taken := p.eventFieldAt(b, key, i, &seen); taken {
-			return end, msg
+		if end, reason, taken := p.eventFieldAt(b, key, i, &seen); taken {
+			return end, reason
 		}
 		return p.attrAt(b, rawKey, keyFlags, i)
 	})
 	if bad != "" {
 		return bad
 	}
-	if !seen.msg {
+	if !seen.message {
 		return "line has no message, msg or log field"
 	}
 	p.finishEvent(seen.time, seen.id)
@@ -231,20 +231,20 @@ func (p *Parser) eventFromLine(b []byte) string {
 
 // seenFields records which of an event's own fields a line has set: the
 // first occurrence wins, a repeat is kept as an attribute.
-type seenFields struct{ time, level, msg, id, service, host bool }
+type seenFields struct{ time, level, message, id, service, host bool }
 
 // eventFieldAt reads the value at b[i] into p.ev when key names one of the
 // event's own fields and the value fits it; taken is false for everything
 // that stays an attribute (other keys, repeats, an unknown level, a
 // service that is an object...).
-func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, msg string, taken bool) {
+func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, reason string, taken bool) {
 	ev := &p.ev
 	switch eventField(key) {
 	case fieldTime:
 		if !seen.time {
 			seen.time = true
-			ev.Time, end, msg = p.timeAt(b, i, key)
-			return end, msg, true
+			ev.Time, end, reason = p.timeAt(b, i, key)
+			return end, reason, true
 		}
 	case fieldLevel:
 		if !seen.level {
@@ -275,10 +275,10 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 			}
 		}
 	case fieldMessage:
-		if !seen.msg {
-			seen.msg = true
-			end, msg = p.messageAt(b, i)
-			return end, msg, true
+		if !seen.message {
+			seen.message = true
+			end, reason = p.messageAt(b, i)
+			return end, reason, true
 		}
 	}
 	return i, "", false
@@ -287,12 +287,12 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 // messageAt sets the event's message from the value at b[i]: a string's
 // text (a sub-slice of b when it has no escapes), any other value as its
 // JSON text.
-func (p *Parser) messageAt(b []byte, i int) (end int, msg string) {
+func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	ev := &p.ev
 	if b[i] != '"' {
-		p.msg, end, msg = appendValue(p.msg[:0], b, i, 0)
-		ev.Message = p.msg
-		return end, msg
+		p.message, end, reason = appendValue(p.message[:0], b, i, 0)
+		ev.Message = p.message
+		return end, reason
 	}
 	end, fl := jsonstr.Scan(b, i)
 	if end < 0 {
@@ -305,8 +305,8 @@ func (p *Parser) messageAt(b []byte, i int) (end int, msg string) {
 	case fl&jsonstr.Escape == 0:
 		ev.Message = raw
 	default:
-		p.msg = jsonstr.Unescape(p.msg[:0], raw)
-		ev.Message = p.msg
+		p.message = jsonstr.Unescape(p.message[:0], raw)
+		ev.Message = p.message
 	}
 	return end, ""
 }
@@ -341,9 +341,9 @@ func (p *Parser) finishRecord(haveTime, haveID bool, t *int64, id, attrs *[]byte
 func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
 	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
 	var end int
-	var msg string
-	p.attrs, end, msg = appendValue(p.attrs, b, i, 0)
-	return end, msg
+	var reason string
+	p.attrs, end, reason = appendValue(p.attrs, b, i, 0)
+	return end, reason
 }
 
 // attrKey opens the object or adds a comma, then appends the key (raw
@@ -412,12 +412,12 @@ func parseLevel(s []byte) (logline.Level, bool) {
 	return logline.ParseLevel(s)
 }
 
-// timeAt parses the timestamp field key at b[i]; msg says why it cannot.
-func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, msg string) {
+// timeAt parses the timestamp field key at b[i]; reason says why it cannot.
+func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, reason string) {
 	text, end, ok := textAt(b, i, &p.num)
 	if !ok {
-		if _, end, msg := appendValue(p.num[:0], b, i, 0); msg != "" {
-			return 0, end, msg
+		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason != "" {
+			return 0, end, reason
 		}
 		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonKind(b[i]))
 	}
