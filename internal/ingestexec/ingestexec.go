@@ -203,18 +203,31 @@ func CPUSeconds(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after it. utime and stime are the 14th and 15th fields.
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
+	s, err := statCPUSeconds(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the CPU time of process %d: %w", pid, err)
+	}
+	return s, nil
+}
+
+// statCPUSeconds takes utime+stime, in seconds, from a /proc/PID/stat line.
+func statCPUSeconds(stat string) (float64, error) {
+	// The command name, in parentheses, may hold spaces and parentheses:
+	// count fields after the last ')'. utime and stime are the 14th and
+	// 15th fields.
+	i := strings.LastIndex(stat, ") ")
+	if i < 0 {
+		return 0, errors.New("no command name in /proc/PID/stat")
+	}
+	f := strings.Fields(stat[i+2:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("cannot read the CPU time of process %d: short /proc/%d/stat", pid, pid)
+		return 0, errors.New("short /proc/PID/stat")
 	}
 	var ticks float64
 	for _, v := range f[11:13] {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil {
-			return 0, fmt.Errorf("cannot read the CPU time of process %d: %w", pid, err)
+			return 0, err
 		}
 		ticks += n
 	}

@@ -31,17 +31,6 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-func TestParseStatCPU(t *testing.T) {
-	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-	line := "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0"
-	if got := parseStatCPU(line); got != 3.25 {
-		t.Errorf("parseStatCPU = %v, want 3.25", got)
-	}
-	if got := parseStatCPU("garbage"); got != 0 {
-		t.Errorf("parseStatCPU(garbage) = %v, want 0", got)
-	}
-}
-
 func TestLowCostBody(t *testing.T) {
 	b := lowCostBody(1000, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))

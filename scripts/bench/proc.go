@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"ingest/internal/ingestexec"
 	"net"
 	"net/http"
 	"os"
@@ -17,28 +18,8 @@ var stderr = os.Stderr
 
 // cpuSeconds reads utime+stime of a process from /proc (clock ticks of 1/100 s).
 func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU takes utime+stime, in seconds, from a /proc/PID/stat line.
-// The command name in parentheses may hold spaces, so fields count from
-// the last ')'.
-func parseStatCPU(s string) float64 {
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 > len(s) {
-		return 0
-	}
-	fields := strings.Fields(s[i+2:])
-	if len(fields) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100
+	s, _ := ingestexec.CPUSeconds(pid) // a process gone counts as 0
+	return s
 }
 
 // peakRSSMiB reads VmHWM of a live process.
