@@ -32,15 +32,7 @@ func (b *bench) limits() {
 	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/", false))
 	l := load{addr: addr, uri: "http://" + addr + "/v1/logs", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	cpu0 := cpuSeconds(p.pid())
-	res := blast(l)
-	cpu := cpuSeconds(p.pid()) - cpu0
-	var out result
-	res.fill(&out, l.events)
-	out.rssMiB = peakRSSMiB(p.pid())
-	if res.ok > 0 {
-		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
-	}
+	out, _ := measure(l, p.pid())
 	b.add("limit: fasthttp, read and discard", "a bare fasthttp server (scripts/bench) reading each body and answering 202, with the low-cost client", out)
 
 	b.add("limit: memcpy", fmt.Sprintf("one core copying the low-cost body (%d B) over and over", len(body)), memcpyRate(body, l.events, min(b.o.duration, 3*time.Second)))

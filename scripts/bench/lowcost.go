@@ -188,22 +188,28 @@ func (b *bench) lowCostIngest(l load) result {
 	defer srv.Kill()
 	l.addr = srv.URL[len("http://"):]
 	l.uri = srv.URL + "/v1/logs"
-	pid := srv.Cmd.Process.Pid
+	out, res := measure(l, srv.Cmd.Process.Pid)
+	if res.ok > 0 && !bytes.Contains(res.firstBody, fmt.Appendf(nil, `"accepted":%d`, l.events)) {
+		check(fmt.Errorf("ingest did not accept every event of the low-cost body: %s", res.firstBody))
+	}
+	_, err = srv.Stop(time.Minute)
+	check(err)
+	return out
+}
+
+// measure runs the low-cost load l against process pid: its rates, the
+// process's CPU seconds per million events and its peak RSS.
+func measure(l load, pid int) (result, blastResult) {
 	cpu0 := cpuSeconds(pid)
 	res := blast(l)
 	cpu := cpuSeconds(pid) - cpu0
 	var out result
 	res.fill(&out, l.events)
-	if res.ok > 0 && !bytes.Contains(res.firstBody, fmt.Appendf(nil, `"accepted":%d`, l.events)) {
-		check(fmt.Errorf("ingest did not accept every event of the low-cost body: %s", res.firstBody))
-	}
 	out.rssMiB = peakRSSMiB(pid)
 	if res.ok > 0 {
 		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
 	}
-	_, err = srv.Stop(time.Minute)
-	check(err)
-	return out
+	return out, res
 }
 
 // fluentBitRow runs Fluent Bit as in_http -> out_file and counts the lines
@@ -297,15 +303,7 @@ func (b *bench) victoriaRow(body []byte) result {
 	check(p.waitHTTP("http://"+addr+"/health", false))
 	l := load{addr: addr, uri: "http://" + addr + "/insert/jsonline?_stream_fields=service,host&_msg_field=msg&_time_field=ts",
 		body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	cpu0 := cpuSeconds(p.pid())
-	res := blast(l)
-	cpu := cpuSeconds(p.pid()) - cpu0
-	var out result
-	res.fill(&out, l.events)
-	out.rssMiB = peakRSSMiB(p.pid())
-	if res.ok > 0 {
-		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
-	}
+	out, res := measure(l, p.pid())
 	// It answers before its buffers reach storage: make sure rows did.
 	time.Sleep(2 * time.Second)
 	rows := victoriaRows(addr)
