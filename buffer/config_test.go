@@ -4,35 +4,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
+	"ingest/internal/configtest"
 )
 
 func TestConfigFlagsDefaultToDefaultConfig(t *testing.T) {
-	c := DefaultConfig()
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
-	if c != DefaultConfig() {
-		t.Fatalf("flags without arguments give %+v, want DefaultConfig %+v", c, DefaultConfig())
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("DefaultConfig is not valid: %v", err)
-	}
+	configtest.FlagsDefault(t, DefaultConfig)
 }
 
 func TestConfigValidateOnlyChecks(t *testing.T) {
 	f := func(c Config, wantErr bool) {
 		t.Helper()
-		before := c
-		err := c.Validate()
-		if (err != nil) != wantErr {
-			t.Fatalf("Validate(%+v) = %v, want error %v", before, err, wantErr)
-		}
-		if c != before {
-			t.Fatalf("Validate changed the config: %+v, was %+v", c, before)
-		}
+		configtest.Validate(t, c, wantErr)
 	}
 	d := DefaultConfig()
 	f(d, false)

@@ -3,19 +3,11 @@ package httpapi
 import (
 	"testing"
 
-	"github.com/spf13/pflag"
+	"ingest/internal/configtest"
 )
 
 func TestConfigFlagsDefault(t *testing.T) {
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	c := DefaultConfig()
-	c.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil || c != DefaultConfig() {
-		t.Fatalf("flag defaults %+v differ from DefaultConfig %+v (%v)", c, DefaultConfig(), err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	c, fs := configtest.FlagsDefault(t, DefaultConfig)
 	if err := fs.Parse([]string{"--max-body-bytes", "1MiB", "--max-conns", "5"}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,11 @@ package query
 import (
 	"testing"
 
-	"github.com/spf13/pflag"
+	"ingest/internal/configtest"
 )
 
 func TestConfigFlags(t *testing.T) {
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	c := DefaultConfig()
-	c.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil || c != DefaultConfig() {
-		t.Fatalf("flag defaults %+v differ from DefaultConfig %+v (%v)", c, DefaultConfig(), err)
-	}
+	c, fs := configtest.FlagsDefault(t, DefaultConfig)
 	// Sizes take a unit; bare byte counts, as before, still work.
 	if err := fs.Parse([]string{"--query-sort-bytes", "32MiB", "--query-max-line-bytes", "1048576"}); err != nil {
 		t.Fatal(err)
