@@ -7,7 +7,7 @@ import (
 	"ingest/logline"
 )
 
-// FuzzScanLine: scanLine accepts exactly the lines logline.Parse accepts,
+// FuzzScanLine: scan accepts exactly the lines logline.Parse accepts,
 // and lineInfo.event gives the same event.
 func FuzzScanLine(f *testing.F) {
 	for _, s := range []string{
@@ -25,16 +25,17 @@ func FuzzScanLine(f *testing.F) {
 		var want logline.Event
 		wantErr := logline.Parse(line, &want)
 		var li lineInfo
-		var scratch, msgBuf []byte
-		msg, ok := scanLine(line, &li, &scratch)
+		var sc lineScanner
+		var msgBuf []byte
+		msg, ok := sc.scan(line, &li)
 		if ok != (wantErr == nil) {
-			t.Fatalf("scanLine ok=%v, logline.Parse: %v", ok, wantErr)
+			t.Fatalf("scan ok=%v, logline.Parse: %v", ok, wantErr)
 		}
 		if !ok {
 			return
 		}
 		if !bytes.Equal(msg, want.Message) {
-			t.Fatalf("scanLine message %q, want %q", msg, want.Message)
+			t.Fatalf("scan message %q, want %q", msg, want.Message)
 		}
 		var got logline.Event
 		li.event(line, &got, &msgBuf)
@@ -46,16 +47,18 @@ func FuzzScanLine(f *testing.F) {
 	})
 }
 
-func TestHasControl(t *testing.T) {
+func TestSpecial(t *testing.T) {
 	for _, c := range []struct {
 		s    string
-		want bool
+		want int
 	}{
-		{"", false}, {"plain text that is long enough", false}, {"caf\xc3\xa9 \xff\x80 text", false},
-		{"\x1f", true}, {"12345678\x00", true}, {"abc\ndef ghijkl", true}, {"\x7f\x20\x20\x20\x20\x20\x20\x20", false},
+		{"", -1}, {"plain text that is long enough", -1}, {"caf\xc3\xa9 \xff\x80 text and more", -1},
+		{"\x1f", 0}, {"12345678\x00", 8}, {"abc\ndef ghijkl", 3}, {"\x7f\x20\x20\x20\x20\x20\x20\x20", -1},
+		{"disk full\" rest", 9}, {"a\\\"", 1}, {"0123456\"\"", 7}, {"\xff\xfe\xfd\xfc\x21\x5b\x5d\x1f", 7},
+		{"01234567\x01\x00\"", 8}, {"\"\x00", 0},
 	} {
-		if got := hasControl([]byte(c.s)); got != c.want {
-			t.Errorf("hasControl(%q) = %v", c.s, got)
+		if got := special([]byte(c.s)); got != c.want {
+			t.Errorf("special(%q) = %d, want %d", c.s, got, c.want)
 		}
 	}
 }

@@ -99,7 +99,7 @@ func (f *filter) match(line []byte, li *lineInfo, msg []byte) bool {
 	if f.text != nil && !bytes.Contains(msg, f.text) {
 		return false
 	}
-	if f.grep != nil && !f.grep.Match(bytes.TrimSuffix(line, []byte{'\n'})) {
+	if f.grep != nil && !f.grep.Match(trimNL(line)) {
 		return false
 	}
 	return true

@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"ingest/blobsink"
-	"ingest/logline"
 )
 
 // stream is one open blob, positioned on its next matching line (head).
@@ -275,11 +274,11 @@ func (s *stream) readAhead(f *filter) {
 // aheadReader is one blob's read-ahead goroutine: the batch it fills and
 // the scratch space of its line checks.
 type aheadReader struct {
-	s       *stream
-	f       *filter
-	b       *lineBatch
-	li      lineInfo
-	scratch []byte
+	s  *stream
+	f  *filter
+	b  *lineBatch
+	li lineInfo
+	sc lineScanner
 }
 
 // send hands the full batch to advance and takes an empty one: a returned
@@ -327,9 +326,9 @@ func (r *aheadReader) take(line []byte) bool {
 	var msg []byte
 	ok := true
 	if f.countOnly && f.text == nil {
-		ok = parseHead(line, &r.li)
+		ok = r.sc.head(line, &r.li)
 	} else {
-		msg, ok = scanLine(line, &r.li, &r.scratch)
+		msg, ok = r.sc.scan(line, &r.li)
 	}
 	if !ok {
 		s.st.LinesBad++
@@ -382,90 +381,6 @@ func (r *aheadReader) finish(err error) {
 	if len(r.b.recs) > 0 {
 		r.send()
 	}
-}
-
-// parseHead reads a line's version, time and level, enough to filter,
-// order and count it.
-func parseHead(line []byte, li *lineInfo) bool {
-	const end = timeOff + len(logline.TimeLayout)
-	if len(line) <= end || string(line[:timeOff]) != logline.Version+";" || line[end] != ';' {
-		return false
-	}
-	t, ok := parseTime(line[timeOff:end])
-	if !ok {
-		return false
-	}
-	rest := line[end+1:]
-	i := bytes.IndexByte(rest, ';')
-	if i < 0 {
-		return false
-	}
-	l, ok := levelOf(rest[:i])
-	if !ok {
-		return false
-	}
-	li.t, li.level = t, l
-	return true
-}
-
-// parseTime is logline.ParseTime without time.Date: the same checks and
-// the same result (out-of-range days and leap seconds carry over the same
-// way), at a fraction of the cost on the scan path.
-func parseTime(b []byte) (int64, bool) {
-	if len(b) != len(logline.TimeLayout) || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' ||
-		b[16] != ':' || b[19] != '.' || b[27] != 'Z' {
-		return 0, false
-	}
-	ok := true
-	num := func(s []byte) int64 {
-		var n int64
-		for _, c := range s {
-			c -= '0'
-			if c > 9 {
-				ok = false
-			}
-			n = n*10 + int64(c)
-		}
-		return n
-	}
-	y, mo, d := num(b[0:4]), num(b[5:7]), num(b[8:10])
-	h, mi, s, f := num(b[11:13]), num(b[14:16]), num(b[17:19]), num(b[20:27])
-	if !ok || y < 1678 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 {
-		return 0, false
-	}
-	// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
-	if mo <= 2 {
-		y--
-	}
-	era := y / 400 // y >= 1677: never negative
-	yoe := y - era*400
-	mp := (mo + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	days := era*146097 + doe - 719468
-	return ((days*86400+h*3600+mi*60+s)*1e9 + f*100), true
-}
-
-// levelOf is ParseLevel with a fast path for the names lines are written
-// with.
-func levelOf(b []byte) (logline.Level, bool) {
-	switch string(b) {
-	case "":
-		return logline.LevelNone, true
-	case "trace":
-		return logline.LevelTrace, true
-	case "debug":
-		return logline.LevelDebug, true
-	case "info":
-		return logline.LevelInfo, true
-	case "warn":
-		return logline.LevelWarn, true
-	case "error":
-		return logline.LevelError, true
-	case "fatal":
-		return logline.LevelFatal, true
-	}
-	return logline.ParseLevel(b)
 }
 
 // flush sorts the buffered lines and hands them to fn.

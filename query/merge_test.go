@@ -21,6 +21,16 @@ func FuzzParseTimeField(f *testing.F) {
 		if ok != (err == nil) || ok && got != want {
 			t.Fatalf("parseTime(%q) = %d %v, logline.ParseTime = %d %v", s, got, ok, want, err)
 		}
+		// A scanner that parsed a time of the same hour first parses s
+		// from its minute on.
+		var sc lineScanner
+		if len(s) >= 14 {
+			sc.time([]byte(s[:14] + "00:00.0000000Z"))
+		}
+		got, ok = sc.time([]byte(s))
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("lineScanner.time(%q) = %d %v, logline.ParseTime = %d %v", s, got, ok, want, err)
+		}
 	})
 }
 
