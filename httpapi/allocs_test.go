@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ingest/buffer"
+	"ingest/internal/benchcpu"
 	"ingest/logline"
 )
 
@@ -80,6 +81,7 @@ func BenchmarkIngestPathServices(b *testing.B) {
 	var ctx fasthttp.RequestCtx
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		ctx.Request.Reset()
 		ctx.Response.Reset()
@@ -93,6 +95,7 @@ func BenchmarkIngestPathServices(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "events/s")
+	benchcpu.Report(b, cpu, 1000, "event")
 }
 
 // BenchmarkAddEvent encodes 1,000 parsed events of 8 services, one after
@@ -109,6 +112,7 @@ func BenchmarkAddEvent(b *testing.B) {
 	var s *Server // addEvent uses only the request's state
 	st := new(reqState)
 	b.ReportAllocs()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		st.reset()
 		for i := range events {
@@ -116,4 +120,5 @@ func BenchmarkAddEvent(b *testing.B) {
 			s.addEvent(st, &e)
 		}
 	}
+	benchcpu.Report(b, cpu, len(events), "event")
 }

@@ -21,6 +21,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/buffer"
+	"ingest/internal/benchcpu"
 	"ingest/tablesink"
 )
 
@@ -326,6 +327,7 @@ func BenchmarkIngestPath(b *testing.B) {
 	var ctx fasthttp.RequestCtx
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		ctx.Request.Reset()
 		ctx.Response.Reset()
@@ -339,6 +341,7 @@ func BenchmarkIngestPath(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "events/s")
+	benchcpu.Report(b, cpu, 1000, "event")
 }
 
 type runtimeMem struct{ totalAlloc uint64 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
 	"ingest/logline"
 )
@@ -187,13 +188,13 @@ func BenchmarkParseLogsNDJSON(b *testing.B) {
 	emit := func(e *logline.Event) { sink += len(e.Message) }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportEvents(b, 1000, cpuTime()-cpu)
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
 }
 
 // reportEvents adds events/s and wall and CPU nanoseconds per event.
@@ -212,7 +213,7 @@ func BenchmarkParseLogsNDJSONParallel(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := benchcpu.Start()
 	b.RunParallel(func(pb *testing.PB) {
 		var sink int
 		emit := func(e *logline.Event) { sink += len(e.Message) }
@@ -224,7 +225,7 @@ func BenchmarkParseLogsNDJSONParallel(b *testing.B) {
 			PutParser(p)
 		}
 	})
-	reportEvents(b, 1000, cpuTime()-cpu)
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
 }
 
 func BenchmarkParseLogsJSONArray(b *testing.B) {
@@ -234,13 +235,13 @@ func BenchmarkParseLogsJSONArray(b *testing.B) {
 	d := Defaults{Service: []byte("svc"), Now: now}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := p.ParseLogs(body, FormatJSONArray, d, func(*logline.Event) {}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportEvents(b, 1000, cpuTime()-cpu)
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
 }
 
 // checkResult checks the invariants of every Result.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
 )
 
@@ -128,13 +129,13 @@ func BenchmarkParseLogins(b *testing.B) {
 	d := Defaults{Now: now}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := p.ParseLogins(body, FormatNDJSON, d, func(*Login) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportEvents(b, 1000, cpuTime()-cpu)
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
 }
 
 func FuzzParseLogins(f *testing.F) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
 	"ingest/logline"
 )
@@ -177,11 +178,11 @@ func BenchmarkParseLogsOTLPProto(b *testing.B) {
 	d := Defaults{Now: now}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	cpu := cpuTime()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := p.ParseLogs(body, FormatOTLPProto, d, func(*logline.Event) {}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportEvents(b, 1000, cpuTime()-cpu)
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
 }
