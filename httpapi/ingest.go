@@ -28,6 +28,7 @@ type reqState struct {
 	key     []byte
 	svc     []byte // the current group's service, as stored (AppendService)
 	record  []byte
+	enc     logline.Encoder // keeps the last minute's time stamp across events
 	// log events: the groups found so far by the event's own service and
 	// hour, to skip encoding the key of every event
 	seen     []seenGroup
@@ -307,7 +308,7 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	}
 	g := &st.batch.Groups()[i]
 	e.Service = g.Key[:st.keys[i].svcLen] // the line names the service as its blob does
-	g.Data = logline.AppendLine(g.Data, e)
+	g.Data = st.enc.AppendLine(g.Data, e)
 	g.Events++
 	g.Tally[e.Level]++ // for the stats counters, the stream's observer
 }

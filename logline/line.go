@@ -43,11 +43,27 @@ func (e *Event) Reset() {
 	*e = Event{scratch: scratch}
 }
 
-// AppendLine appends e as one '\n'-terminated line.
+// AppendLine appends e as one '\n'-terminated line. An Encoder does the
+// same faster when many events share a minute.
 func AppendLine(dst []byte, e *Event) []byte {
-	dst = append(dst, Version...)
-	dst = append(dst, ';')
-	dst = AppendTime(dst, e.Time)
+	var enc Encoder
+	return enc.AppendLine(dst, e)
+}
+
+// Encoder appends lines like AppendLine, remembering the last time stamp
+// it wrote: events of the same minute (most of a batch) reuse its date,
+// hour and minute and format only the seconds and ticks. The zero value is
+// ready; an Encoder is not safe for concurrent use.
+type Encoder struct {
+	minute int64 // Unix minute of stamp, valid when ok
+	ok     bool
+	stamp  [timeLen]byte
+}
+
+// AppendLine appends e as one '\n'-terminated line.
+func (enc *Encoder) AppendLine(dst []byte, e *Event) []byte {
+	dst = append(dst, Version+";"...)
+	dst = enc.AppendTime(dst, e.Time)
 	dst = append(dst, ';')
 	dst = append(dst, e.Level.String()...)
 	dst = append(dst, ';')
@@ -96,6 +112,9 @@ var tokenByte = func() (t [256]bool) {
 func AppendToken(dst, src []byte) []byte {
 	if len(src) > MaxTokenLen {
 		src = src[:MaxTokenLen]
+	}
+	if IsToken(src) { // the common case: one copy, no per-byte append
+		return append(dst, src...)
 	}
 	start := len(dst)
 	onlyDots := len(src) > 0

@@ -2,6 +2,9 @@ package logline
 
 import (
 	"bytes"
+	"ingest/internal/benchcpu"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -207,9 +210,11 @@ func BenchmarkAppendLine(b *testing.B) {
 	buf := AppendLine(nil, &e)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		buf = AppendLine(buf[:0], &e)
 	}
+	benchcpu.Report(b, cpu, 1, "line")
 }
 
 func TestMessagePlainMatchesQuoting(t *testing.T) {
@@ -236,4 +241,58 @@ func TestAppendService(t *testing.T) {
 			t.Errorf("AppendService(%q) = %q, want %q", tc.in, got, "x/"+tc.want)
 		}
 	}
+}
+
+// An Encoder writes the same stamps as AppendTime whatever the order of
+// the times: within a minute, across minutes, hours, days and years, before
+// 1970 and for years AppendTime formats the long way.
+func TestEncoderTimeMatchesAppendTime(t *testing.T) {
+	base := time.Date(2026, 11, 21, 23, 59, 58, 999999999, time.UTC).UnixNano()
+	times := []int64{base, base + 1, base + 100, base + 1e9, base + 2e9, base - 1, base + 61e9, base,
+		0, -1, -99, -100, -1e9, -60e9 - 1, -60e9, 1, 59e9 + 999999999, 60e9,
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).UnixNano(),
+		time.Date(1677, 9, 22, 0, 0, 0, 0, time.UTC).UnixNano(), math.MinInt64, math.MaxInt64, base + 5e8}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		times = append(times, base+r.Int64N(300e9)-150e9)
+	}
+	var enc Encoder
+	for _, ts := range times {
+		want := AppendTime([]byte("x"), ts)
+		if got := enc.AppendTime([]byte("x"), ts); !bytes.Equal(got, want) {
+			t.Fatalf("Encoder.AppendTime(%d) = %q, want %q", ts, got, want)
+		}
+	}
+	e := Event{Time: base, Level: LevelWarn, Service: []byte("a/b"), Host: []byte(".."), ID: []byte("x"), Message: []byte("m\n"), Attrs: []byte(`{"k":1}`)}
+	if got, want := enc.AppendLine(nil, &e), AppendLine(nil, &e); !bytes.Equal(got, want) {
+		t.Fatalf("Encoder.AppendLine = %q, want %q", got, want)
+	}
+}
+
+func TestAppendToken(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""}, {"web-17", "web-17"}, {"a b/c", "a_b_c"}, {".", "_"}, {"..", "__"}, {"...", "___"},
+		{".a", ".a"}, {"é", "__"}, {strings.Repeat("h", 300), strings.Repeat("h", MaxTokenLen)},
+		{strings.Repeat(".", 300), strings.Repeat("_", MaxTokenLen)},
+	} {
+		if got := string(AppendToken([]byte("x;"), []byte(tc.in))); got != "x;"+tc.want {
+			t.Errorf("AppendToken(%q) = %q, want %q", tc.in, got, "x;"+tc.want)
+		}
+	}
+}
+
+func BenchmarkEncoderAppendLine(b *testing.B) {
+	e := Event{Time: 1763748245123456700, Level: LevelInfo, Service: []byte("checkout"), Host: []byte("web-17"),
+		ID: []byte("01JDQ8ZK3M9X2V7B4N6P8R0T2W"), Message: []byte(strings.Repeat("user logged in from 10.0.0.1 ", 4)),
+		Attrs: []byte(`{"user":"u123","latency_ms":42}`)}
+	var enc Encoder
+	buf := enc.AppendLine(nil, &e)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	cpu := benchcpu.Start()
+	for b.Loop() {
+		e.Time += 1e6
+		buf = enc.AppendLine(buf[:0], &e)
+	}
+	benchcpu.Report(b, cpu, 1, "line")
 }

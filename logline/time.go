@@ -53,6 +53,43 @@ func AppendTime(dst []byte, unixNano int64) []byte {
 	return append(dst, b[:]...)
 }
 
+// AppendTime appends t like the package's AppendTime. When t falls in the
+// minute of the previous call it rewrites only the seconds and ticks of the
+// remembered stamp.
+func (enc *Encoder) AppendTime(dst []byte, unixNano int64) []byte {
+	secs := unixNano / 1e9
+	frac := unixNano % 1e9
+	if frac < 0 {
+		secs--
+		frac += 1e9
+	}
+	minute := secs / 60
+	sec := secs % 60
+	if sec < 0 {
+		minute--
+		sec += 60
+	}
+	if !enc.ok || minute != enc.minute {
+		b := AppendTime(enc.stamp[:0], unixNano)
+		if len(b) != timeLen { // a year outside 0..9999: not cached
+			enc.ok = false
+			return append(dst, b...)
+		}
+		enc.minute, enc.ok = minute, true
+		return append(dst, enc.stamp[:]...)
+	}
+	b := &enc.stamp
+	put2(b[17:], int(sec))
+	ticks := uint32(frac / 100) // 0..9999999
+	b[26] = byte('0' + ticks%10)
+	ticks /= 10
+	put2(b[24:], int(ticks%100))
+	ticks /= 100
+	put2(b[22:], int(ticks%100))
+	put2(b[20:], int(ticks/100))
+	return append(dst, b[:]...)
+}
+
 // civilFromDays converts days since 1970-01-01 to a proleptic Gregorian date
 // (Howard Hinnant's days_from_civil inverse).
 func civilFromDays(z int64) (y int64, m, d int) {
