@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ingest/internal/pagecache"
 )
 
 // FileStore is the embedded Store: each blob is a file under Root (the blob
@@ -105,7 +107,11 @@ func (s *FileStore) Append(_ context.Context, name string, offset int64, block [
 		_ = f.Truncate(offset)
 		return err
 	}
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	pagecache.Drop(f, offset, int64(len(block)))
+	return nil
 }
 
 // ReadRange returns n bytes of the blob from offset (io.ErrUnexpectedEOF
