@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -308,5 +310,84 @@ func FuzzParseLogs(f *testing.F) {
 			}
 		})
 		checkResult(t, res, err, emitted)
+	})
+}
+
+// rewriteAttrs builds an event's attrs the plain way, every member re-written
+// by appendValue, as the reference for the members attrAt copies whole.
+func rewriteAttrs(p *Parser, b []byte) (attrs []byte, bad string) {
+	p.ev.Reset()
+	p.beginAttrs(b)
+	var seen seenFields
+	bad = p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
+		if end, reason, taken := p.eventFieldAt(b, key, i, &seen); taken {
+			return end, reason
+		}
+		if len(attrs) == 0 {
+			attrs = append(attrs, '{')
+		} else {
+			attrs = append(attrs, ',')
+		}
+		attrs = append(jsonstr.AppendRaw(attrs, rawKey, keyFlags), ':')
+		var end int
+		var reason string
+		attrs, end, reason = appendValue(attrs, b, i, 0)
+		return end, reason
+	})
+	if len(attrs) > 0 {
+		attrs = append(attrs, '}')
+	}
+	return attrs, bad
+}
+
+func TestAttrsCopiedAsRewritten(t *testing.T) {
+	for _, line := range attrSeeds {
+		checkAttrsCopy(t, []byte(line))
+	}
+}
+
+var attrSeeds = []string{
+	`{"msg":"m","a":1,"b":"x","c":[1,2,{"d":null}],"e":{"f":true,"g":false}}`,
+	`{"a":1,"msg":"m","b":2,"level":"info","c":3}`,
+	`{"a" : 1, "b":2 ,"msg":"m","c":{ "x":1},"d":[ 1 ],"e":[1 ,2]}`,
+	`{"a":"\u00e9","b":"tab\tin","c":"é","d":"bad\xff","e":"\q","msg":"m"}`,
+	`{"a\"k":1,"msg":"m","x":NaN,"y":-Infinity,"z":Infinity,"w":-1.5e3}`,
+	`{"msg":"m","level":"loud","level":"info","ts":"2026-11-21T18:04:05Z","ts":5,"n":{"":[]},"o":{}}`,
+	`{"msg":"m","a":{"b":{"c":[[[]]]}},"bad":01}`,
+	`{"msg":"m","a":tru}`,
+	`{"msg":"m","a":[1,2}`,
+	`{"msg":"m","a":"x"  }`,
+	`{"service":{"x":1},"host":[1],"id":"","msg":"m","k":-0}`,
+}
+
+func checkAttrsCopy(t *testing.T, line []byte) {
+	t.Helper()
+	p := NewParser()
+	p.begin(&Defaults{Now: now})
+	bad := p.eventFromLine(line)
+	got := append([]byte(nil), p.ev.Attrs...)
+	ref := NewParser()
+	ref.begin(&Defaults{Now: now})
+	want, refBad := rewriteAttrs(ref, line)
+	if refBad != "" {
+		if bad != refBad {
+			t.Fatalf("line %q: rejected with %q, want %q", line, bad, refBad)
+		}
+		return
+	}
+	if bad == "" && !bytes.Equal(got, want) {
+		t.Fatalf("line %q: attrs %q, want %q", line, got, want)
+	}
+}
+
+func FuzzAttrsCopiedAsRewritten(f *testing.F) {
+	for _, s := range attrSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if len(line) > MaxLineBytes {
+			return
+		}
+		checkAttrsCopy(t, line)
 	})
 }

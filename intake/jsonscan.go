@@ -170,11 +170,80 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 	return dst, i, syntaxError(b, i, "a value")
 }
 
+// compactEnd returns the index after the JSON value at b[i] when
+// appendValue would copy it unchanged: compact (no whitespace), strings
+// with nothing to escape or replace, no NaN or Infinity. Otherwise, and for
+// anything malformed, it returns -1, and the caller reads the value again
+// with appendValue, which rewrites it or says what is wrong. It costs a
+// string a Scan and a number one pass, the same reading appendValue does,
+// but nothing is appended byte by byte: the caller copies whole members.
+func compactEnd(b []byte, i, depth int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, fl := jsonstr.Scan(b, i)
+		if fl != 0 {
+			return -1
+		}
+		return end
+	case c == '{' || c == '[':
+		if depth >= maxDepth {
+			return -1
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i++
+		if i < len(b) && b[i] == closer {
+			return i + 1
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return -1
+				}
+				kend, fl := jsonstr.Scan(b, i)
+				if fl != 0 || kend < 0 || kend >= len(b) || b[kend] != ':' {
+					return -1
+				}
+				i = kend + 1
+			}
+			if i = compactEnd(b, i, depth+1); i < 0 || i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case closer:
+				return i + 1
+			default:
+				return -1
+			}
+		}
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		if literal(b, i, "-Infinity") >= 0 {
+			return -1
+		}
+		return scanNumber(b, i)
+	}
+	return -1
+}
+
 // walkObject walks the members of the JSON object that is the whole of b,
 // calling fn with each key (unescaped), the key's raw text and flags (to
-// copy it into attrs), and the index of the value. fn consumes the value
-// and returns the index after it, or why the line is bad.
-func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string)) string {
+// copy it into attrs), the index of the key's opening quote and the index
+// of the value. fn consumes the value and returns the index after it, or
+// why the line is bad.
+func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string)) string {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason == "" && skipWS(b, end) == len(b) {
@@ -190,6 +259,7 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsons
 			if i >= len(b) || b[i] != '"' {
 				return syntaxError(b, i, "a quoted key")
 			}
+			start := i
 			end, fl := jsonstr.Scan(b, i)
 			if end < 0 {
 				return "cannot parse JSON: a key is not terminated"
@@ -208,7 +278,7 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsons
 				return syntaxError(b, i, "a value")
 			}
 			var reason string
-			if i, reason = fn(key, rawKey, fl, i); reason != "" {
+			if i, reason = fn(key, rawKey, fl, start, i); reason != "" {
 				return reason
 			}
 			i = skipWS(b, i)

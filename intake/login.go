@@ -80,9 +80,9 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 func (p *Parser) loginFromLine(b []byte) string {
 	lg := &p.lg
 	*lg = Login{}
-	p.attrs = p.attrs[:0]
+	p.beginAttrs(b)
 	var haveTime, haveUser, haveIP, haveUA, haveID bool
-	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
 		// Each known field is taken once; a repeat, or a value of the wrong
 		// kind, is kept among the properties.
 		switch loginField(key) {
@@ -130,7 +130,7 @@ func (p *Parser) loginFromLine(b []byte) string {
 				}
 			}
 		}
-		return p.attrAt(b, rawKey, keyFlags, i)
+		return p.attrAt(b, rawKey, keyFlags, start, i)
 	})
 	if bad != "" {
 		return bad

@@ -92,6 +92,11 @@ type Parser struct {
 	ids     idGen
 	spans   []span // array element bounds
 
+	// The pending run of attribute members to copy into attrs as written:
+	// runLine[runStart:runEnd] of the line being read; runEnd 0 when none.
+	runLine          []byte
+	runStart, runEnd int
+
 	service []byte // resolved default service of this request
 	now     int64  // resolved default time of this request
 }
@@ -123,6 +128,7 @@ func PutParser(p *Parser) {
 	}
 	p.ev.Reset()
 	p.lg = Login{}
+	p.beginAttrs(nil) // keep no body alive from the pool
 	p.service = nil
 	parserPool.Put(p)
 }
@@ -211,13 +217,13 @@ func eventField(key []byte) fieldKind {
 // element). It returns "" on success or why the line is rejected.
 func (p *Parser) eventFromLine(b []byte) string {
 	p.ev.Reset()
-	p.attrs = p.attrs[:0]
+	p.beginAttrs(b)
 	var seen seenFields
-	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
+	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
 		if end, reason, taken := p.eventFieldAt(b, key, i, &seen); taken {
 			return end, reason
 		}
-		return p.attrAt(b, rawKey, keyFlags, i)
+		return p.attrAt(b, rawKey, keyFlags, start, i)
 	})
 	if bad != "" {
 		return bad
@@ -330,20 +336,56 @@ func (p *Parser) finishRecord(haveTime, haveID bool, t *int64, id, attrs *[]byte
 		p.id = p.ids.next(p.id[:0], p.now)
 		*id = p.id
 	}
+	p.flushRun()
 	if len(p.attrs) > 0 {
 		p.attrs = append(p.attrs, '}')
 		*attrs = p.attrs
 	}
 }
 
-// attrAt appends "key":value, the value read from b[i], to the attrs
-// object being built, and returns the index after the value.
-func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, i int) (int, string) {
+// beginAttrs starts the attrs object of line b.
+func (p *Parser) beginAttrs(b []byte) {
+	p.attrs = p.attrs[:0]
+	p.runLine, p.runStart, p.runEnd = b, 0, 0
+}
+
+// attrAt adds the member whose key starts at b[start] and whose value is
+// at b[i] to the attrs object being built, and returns the index after the
+// value. A member already written the way attrs need it ("key":value,
+// compact, nothing to escape) joins the pending run of such members, which
+// is copied in one piece; the others are re-written.
+func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
+	if keyFlags == 0 && i == start+len(rawKey)+3 { // "key": then the value
+		if end := compactEnd(b, i, 0); end >= 0 {
+			if p.runEnd > 0 && start == p.runEnd+1 && b[p.runEnd] == ',' {
+				p.runEnd = end
+			} else {
+				p.flushRun()
+				p.runStart, p.runEnd = start, end
+			}
+			return end, ""
+		}
+	}
+	p.flushRun()
 	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
 	var end int
 	var reason string
 	p.attrs, end, reason = appendValue(p.attrs, b, i, 0)
 	return end, reason
+}
+
+// flushRun appends the pending run of members to attrs.
+func (p *Parser) flushRun() {
+	if p.runEnd == 0 {
+		return
+	}
+	if len(p.attrs) == 0 {
+		p.attrs = append(p.attrs, '{')
+	} else {
+		p.attrs = append(p.attrs, ',')
+	}
+	p.attrs = append(p.attrs, p.runLine[p.runStart:p.runEnd]...)
+	p.runEnd = 0
 }
 
 // attrKey opens the object or adds a comma, then appends the key (raw

@@ -6,7 +6,7 @@ import "ingest/logline"
 func (p *Parser) parseText(body []byte, r *Result, emit func(*logline.Event)) {
 	forEachLine(body, r, func(n int, line []byte) {
 		p.ev.Reset()
-		p.attrs = p.attrs[:0]
+		p.beginAttrs(nil)
 		p.ev.Message = line
 		p.finishEvent(false, false)
 		r.Accepted++
