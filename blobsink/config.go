@@ -13,14 +13,17 @@ type Config struct {
 	Compression  Compression
 	// MaxBlocks closes a blob before Azure's 50,000-block limit.
 	MaxBlocks int
-	// ChunkBytes bounds the raw bytes of one appended block (before compression).
+	// ChunkBytes bounds one appended block: its raw bytes, and its bytes
+	// as stored once compressed.
 	ChunkBytes int
 }
 
 // DefaultConfig returns the settings the flags default to. A block takes
 // up to Azure's whole append limit of lines (a compressed block that would
-// come out larger is split: encode.go); the margin below the block limit
-// leaves room to close a blob.
+// come out larger is split: encode.go), so every flush is one append and
+// one metadata write: with Azure (or Azurite) spending a few ms of its own
+// per request, a larger --flush-bytes is fewer requests per GB. The margin
+// below the block limit leaves room to close a blob.
 func DefaultConfig() Config {
 	return Config{
 		MaxBlobBytes: 256 << 20,

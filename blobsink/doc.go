@@ -8,9 +8,11 @@
 // write the same service and hour without colliding. Each flush sends the blob's metadata
 // (LogVersion, StartTime, EndTime, LogType, EventCount) as it will be once
 // the flush's blocks have landed, then appends blocks of at most
-// MaxAppendBytes with an append-position condition: one metadata write and,
-// at the default --flush-bytes, one append per flush (widen.go). A blob is closed and the next number claimed at
-// --blob-max-bytes or before Azure's 50,000-block limit.
+// MaxAppendBytes (100 MiB, Azure's limit) with an append-position
+// condition: one metadata write and one append per flush (widen.go), so
+// a larger --flush-bytes means fewer requests per GB. A blob is closed and
+// the next number claimed at --blob-max-bytes or before Azure's
+// 50,000-block limit.
 //
 // A writer goes claimed -> appending -> retired (full or idle), or
 // abandoned when its blob changed behind its back (another writer

@@ -7,10 +7,10 @@ import (
 )
 
 // encode splits data into blocks at line boundaries and compresses them.
-// A block carries up to ChunkBytes of lines, so a flush of --flush-bytes
-// (4 MiB by default, Azure's append limit) is one append. A compressed
-// block that comes out over MaxAppendBytes (incompressible lines grow a
-// little) is split again with half the lines, until it fits.
+// A block carries up to ChunkBytes of lines (Azure's append limit by
+// default), so a flush of --flush-bytes is one append. A compressed block
+// that comes out over ChunkBytes (incompressible lines grow a little) is
+// split again with half the lines, until it fits.
 func (s *Sink) encode(data []byte) ([]chunk, error) {
 	var chunks []chunk
 	// A block never exceeds a whole blob, so every blob stays under
@@ -24,12 +24,14 @@ func (s *Sink) encode(data []byte) ([]chunk, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(encoded) > MaxAppendBytes {
+		if len(encoded) > s.cfg.ChunkBytes {
 			if next := cut(data, n/2); next < n {
 				limit = n / 2
 				continue
 			}
-			return nil, fmt.Errorf("cannot append a %d-byte block: over the %d-byte limit (a line longer than a block?)", len(encoded), MaxAppendBytes)
+			if len(encoded) > MaxAppendBytes {
+				return nil, fmt.Errorf("cannot append a %d-byte block: over the %d-byte limit (a line longer than a block?)", len(encoded), MaxAppendBytes)
+			}
 		}
 		chunks = append(chunks, chunk{raw: raw, encoded: encoded, meta: scanMeta(raw)})
 		data = data[n:]

@@ -544,7 +544,7 @@ func TestEncodeBlocks(t *testing.T) {
 	t.Run("FullFlushIsOneAppend", func(t *testing.T) {
 		s := newTestSink(t, nil, Config{})
 		one := lines("e", hour, 1, logline.LevelInfo)
-		data := bytes.Repeat(one, MaxAppendBytes/len(one))
+		data := bytes.Repeat(one, (16<<20)/len(one)) // --flush-bytes 16MiB, four times Azure's old block limit
 		chunks, err := s.encode(data)
 		if err != nil {
 			t.Fatal(err)
@@ -555,9 +555,9 @@ func TestEncodeBlocks(t *testing.T) {
 	})
 	for _, c := range []Compression{CompressZstd, CompressGzip} {
 		t.Run("IncompressibleSplits-"+string(c), func(t *testing.T) {
-			s := newTestSink(t, nil, Config{Compression: c})
+			s := newTestSink(t, nil, Config{Compression: c, ChunkBytes: 4 << 20})
 			rng := rand.New(rand.NewPCG(1, 2))
-			data := make([]byte, MaxAppendBytes)
+			data := make([]byte, s.cfg.ChunkBytes)
 			for i := range data {
 				data[i] = byte(rng.IntN(256))
 				if data[i] == '\n' { // lines of 1,000 bytes
@@ -577,8 +577,8 @@ func TestEncodeBlocks(t *testing.T) {
 			}
 			var joined []byte
 			for _, ch := range chunks {
-				if len(ch.encoded) > MaxAppendBytes {
-					t.Fatalf("a block of %d bytes, over the %d-byte append limit", len(ch.encoded), MaxAppendBytes)
+				if len(ch.encoded) > s.cfg.ChunkBytes {
+					t.Fatalf("a block of %d bytes, over the %d-byte block limit", len(ch.encoded), s.cfg.ChunkBytes)
 				}
 				if len(ch.raw) == 0 || ch.raw[len(ch.raw)-1] != '\n' {
 					t.Fatal("a block does not end at a line boundary")

@@ -48,9 +48,11 @@ var (
 	ErrAppendPosition = errors.New("append position does not match the blob size")
 )
 
-// MaxAppendBytes is the largest block one Append may carry: Azure's limit on
-// older API versions, and the size every flush is split to.
-const MaxAppendBytes = 4 << 20
+// MaxAppendBytes is the largest block one Append may carry: Azure's limit
+// for Append Block since service version 2022-11-02 (azblob sends a later
+// one; Azurite takes the same), 4 MiB before. A flush up to this size is
+// one append, whatever --flush-bytes is (Config.ChunkBytes).
+const MaxAppendBytes = 100 << 20
 
 // MaxBlocks is Azure's limit of committed blocks in one append blob.
 const MaxBlocks = 50000

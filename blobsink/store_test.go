@@ -143,7 +143,7 @@ func TestFileStoreTruncate(t *testing.T) {
 
 // BenchmarkFileAppend measures fsync'd appends into the embedded store.
 func BenchmarkFileAppend(b *testing.B) {
-	for _, size := range []int{1 << 20, blobsink.MaxAppendBytes} {
+	for _, size := range []int{1 << 20, 4 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
 			s, err := blobsink.NewFileStore(b.TempDir())
 			if err != nil {
