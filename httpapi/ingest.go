@@ -63,7 +63,8 @@ func (st *reqState) reset() {
 // free up before it is refused with 429.
 const inflightWait = 100 * time.Millisecond
 
-// readStep is how much body a request reads, and reserves, at a time.
+// readStep is how much a request's body buffer grows by at least, and
+// the unit of its reservations.
 const readStep = 64 << 10
 
 // ingest handles POST /v1/logs[/{service}] and POST /v1/logins: receive
@@ -250,7 +251,10 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *reqState, held *int64) (
 			}
 			buf = slices.Grow(buf, grow)
 		}
-		n, err := r.Read(buf[len(buf):min(cap(buf), len(buf)+readStep)])
+		// Read as much as the buffer holds (one step past the limit at
+		// most): a pooled buffer usually holds the whole body, and one
+		// read takes whatever the socket has, instead of one read per step.
+		n, err := r.Read(buf[len(buf):min(cap(buf), int(limit)+1)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
 			return nil, tooLarge()
