@@ -1,11 +1,16 @@
 package query
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"time"
 
+	"ingest/blobsink"
 	"ingest/logline"
 )
 
@@ -13,10 +18,14 @@ import (
 // the range, so a query with a Limit lists and reads only the newest hours
 // it needs. Within an hour:
 //
-//   - with a Limit of at most descTopMax events, blobs are read in EndTime
-//     order, newest first, keeping the newest events found so far; a blob
-//     whose EndTime is older than all of them (once there are enough) ends
-//     the hour's reading, and so do all older ones;
+//   - with a Limit of at most descTopMax events, the newest events found so
+//     far are kept. With a store that has ranged reads (RangeReader), the
+//     blobs are read backwards from their ends (backward.go), always the one
+//     that may hold the newest unread line, a blob opened (by EndTime,
+//     newest first) once it may hold newer lines than every open one; the
+//     hour ends once nothing unread can be newer than the events kept.
+//     Without ranged reads, blobs are read whole in EndTime order, newest
+//     first, until one whose EndTime is older than all the events kept;
 //   - otherwise (or when those events outgrow the sort buffer) the hour's
 //     matching lines go into the sort buffer and are handed out in reverse.
 //     When they do not fit, the time window is halved and the newer half is
@@ -75,7 +84,7 @@ func (r *runner) descHour(ctx context.Context, cands []candidate) error {
 // kept is one of the newest events found so far.
 type kept struct {
 	t    int64
-	seq  int64 // reading order: among equal times the later read is newer
+	seq  int64 // orders equal times: the higher is the newer
 	line []byte
 	info lineInfo
 }
@@ -99,22 +108,154 @@ func (h *keptHeap) Pop() any {
 	return k
 }
 
+// topK keeps the newest k matching lines found so far.
+type topK struct {
+	k    int
+	h    keptHeap
+	size int // bytes held, lines and records
+}
+
+func (t *topK) full() bool { return len(t.h) == t.k }
+
+// offer keeps a copy of line (with its '\n') when it is among the newest k.
+func (t *topK) offer(tm, seq int64, line []byte, li *lineInfo) {
+	switch {
+	case len(t.h) < t.k:
+		kp := kept{t: tm, seq: seq, line: appendLine(nil, line), info: *li}
+		t.size += len(kp.line) + recSize
+		heap.Push(&t.h, kp)
+	case tm > t.h[0].t || (tm == t.h[0].t && seq > t.h[0].seq):
+		t.size -= len(t.h[0].line)
+		t.h[0].t, t.h[0].seq, t.h[0].line, t.h[0].info = tm, seq, appendLine(t.h[0].line[:0], line), *li
+		t.size += len(t.h[0].line)
+		heap.Fix(&t.h, 0)
+	}
+}
+
+// appendLine appends line to dst, with a '\n' if it has none (a blob's
+// last line may not).
+func appendLine(dst, line []byte) []byte {
+	dst = append(dst, line...)
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
 // descTop hands out the newest k matching events of the hour. done is
 // false, with nothing handed out, when they outgrow the sort buffer.
 func (r *runner) descTop(ctx context.Context, cands []candidate, k int) (done bool, err error) {
-	slices.SortFunc(cands, func(a, b candidate) int {
+	top := &topK{k: k}
+	if rr, ok := r.store.(RangeReader); ok {
+		done, err = r.descTopBack(ctx, rr, cands, top)
+	} else {
+		done, err = r.descTopForward(ctx, cands, top)
+	}
+	if !done || err != nil {
+		return done, err
+	}
+	slices.SortFunc(top.h, func(a, b kept) int { // newest first
 		switch {
-		case a.end > b.end:
+		case a.t != b.t && a.t > b.t, a.t == b.t && a.seq > b.seq:
 			return -1
-		case a.end < b.end:
-			return 1
 		}
-		return 0
+		return 1
 	})
-	var h keptHeap
-	size, seq := 0, int64(0)
+	for i := range top.h {
+		if err := r.emit(ctx, i, top.h[i].line, &top.h[i].info); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// descTopBack finds the newest matching events of the hour by reading its
+// blobs backwards from their ends (backward.go): always the blob that may
+// hold the newest unread line, opening the next blob (by EndTime, newest
+// first) once it may hold newer lines than every open one, and stopping
+// once nothing unread can be newer than the k found.
+func (r *runner) descTopBack(ctx context.Context, rr RangeReader, cands []candidate, top *topK) (bool, error) {
+	type ranked struct {
+		c    candidate
+		rank int
+	}
+	sortByStart(cands)
+	order := make([]ranked, len(cands))
 	for i, c := range cands {
-		if len(h) == k && h[0].t > c.end {
+		order[i] = ranked{c, i}
+	}
+	slices.SortFunc(order, func(a, b ranked) int { return cmp.Compare(b.c.end, a.c.end) })
+
+	br := &backReader{r: r, rr: rr}
+	defer br.close()
+	var li lineInfo
+	br.line = func(b *backBlob, line []byte, depth int64, t int64, ok bool) {
+		if ok && top.full() && t < top.h[0].t || !r.f.prefilter(line) {
+			return // older than the k found, or ruled out unparsed
+		}
+		msg, ok := br.sc.scan(line, &li)
+		if !ok {
+			r.st.LinesBad++
+			return
+		}
+		if !r.f.match(line, &li, msg) {
+			return
+		}
+		r.st.LinesMatched++
+		top.offer(li.t, int64(b.rank)<<44-depth, line, &li)
+	}
+	var open []*backBlob
+	next := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if top.size > r.cfg.SortBytes {
+			return false, nil
+		}
+		// The newest an unread line can be: the open blobs' bounds, and
+		// the EndTime of the next blob not yet opened.
+		bi, bound := -1, int64(math.MinInt64)
+		for i, b := range open {
+			if b.hi > bound {
+				bi, bound = i, b.hi
+			}
+		}
+		nextEnd := int64(math.MinInt64)
+		if next < len(order) {
+			nextEnd = order[next].c.end
+		}
+		if newest := max(bound, nextEnd); newest < r.f.from || (top.full() && newest < top.h[0].t) {
+			break
+		}
+		if next < len(order) && nextEnd >= bound {
+			b := newBackBlob(order[next].c, order[next].rank)
+			next++
+			r.st.BlobsRead++
+			if !b.finished() {
+				open = append(open, b)
+			}
+			continue
+		}
+		b := open[bi]
+		if err := br.step(ctx, b); err != nil && !errors.Is(err, blobsink.ErrNotFound) { // a vanished blob has nothing left
+			return false, fmt.Errorf("cannot read blob %s: %w", b.c.name, err)
+		} else if err != nil || b.finished() || b.hi < r.f.from {
+			open = slices.Delete(open, bi, bi+1)
+		}
+	}
+	r.st.BlobsSkipped += len(order) - next
+	return true, nil
+}
+
+// descTopForward finds the newest matching events of the hour in a store
+// without ranged reads: blobs are read whole, newest EndTime first, until
+// one cannot hold an event newer than the k found.
+func (r *runner) descTopForward(ctx context.Context, cands []candidate, top *topK) (bool, error) {
+	slices.SortFunc(cands, func(a, b candidate) int { return cmp.Compare(b.end, a.end) })
+	seq := int64(0)
+	for i, c := range cands {
+		if top.full() && top.h[0].t > c.end {
 			r.st.BlobsSkipped += len(cands) - i
 			break
 		}
@@ -134,32 +275,12 @@ func (r *runner) descTop(ctx context.Context, cands []candidate, k int) (done bo
 				}
 				break
 			}
-			seq++
-			switch {
-			case len(h) < k:
-				heap.Push(&h, kept{t: s.t, seq: seq, line: append([]byte(nil), s.head...), info: s.info})
-				size += len(s.head) + recSize
-			case s.t > h[0].t || (s.t == h[0].t && seq > h[0].seq):
-				size += len(s.head) - len(h[0].line)
-				h[0].t, h[0].seq, h[0].line, h[0].info = s.t, seq, append(h[0].line[:0], s.head...), s.info
-				heap.Fix(&h, 0)
-			}
-			if size > r.cfg.SortBytes {
+			seq++ // reading order: among equal times the later read is newer
+			top.offer(s.t, seq, s.head, &s.info)
+			if top.size > r.cfg.SortBytes {
 				r.close(s)
 				return false, nil
 			}
-		}
-	}
-	slices.SortFunc(h, func(a, b kept) int { // newest first
-		switch {
-		case a.t != b.t && a.t > b.t, a.t == b.t && a.seq > b.seq:
-			return -1
-		}
-		return 1
-	})
-	for i := range h {
-		if err := r.emit(ctx, i, h[i].line, &h[i].info); err != nil {
-			return true, err
 		}
 	}
 	return true, nil

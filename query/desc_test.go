@@ -1,7 +1,9 @@
 package query
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -114,5 +116,108 @@ func TestHistogram(t *testing.T) {
 	q.From = at(0, 0, 0).AddDate(-1, 0, 0)
 	if _, _, err := RunHistogram(context.Background(), s, q, time.Second); err == nil {
 		t.Fatal("a histogram of millions of buckets was accepted")
+	}
+}
+
+// testDescReadsTheEnd: a newest-first query with a limit reads each blob
+// backwards from its end and stops once nothing unread can be newer than
+// the events found, under the reorder bound: plain, zstd and gzip blobs of
+// two interleaved writers, with events stored up to 100 lines (under 32
+// KiB) away from their place in time order both ways, are read for a small
+// part of their size, and the answer is exactly the brute-force one.
+func testDescReadsTheEnd(t *testing.T, cs *countingStore) {
+	hour := at(16, 0, 0)
+	f := &fixture{hour0: hour}
+	rnd := uint64(1)
+	hex := func() string {
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		return fmt.Sprintf("%016x%016x", rnd, rnd*0x9e3779b97f4a7c15)
+	}
+	const perBlob = 12000
+	for _, c := range []blobsink.Compression{blobsink.CompressNone, blobsink.CompressZstd, blobsink.CompressGzip} {
+		svc := "end" + string(c)
+		for w := range 2 {
+			type placed struct {
+				e   logline.Event
+				pos float64
+			}
+			var evs []placed
+			for i := range perBlob {
+				n := 2*i + w
+				msg := fmt.Sprintf("request %d took %s", n, hex())
+				if n%37 == 0 {
+					msg += " rare"
+				}
+				e := mkEvent(svc, hour.Add(time.Duration(n)*100*time.Millisecond), logline.Level(n%7), fmt.Sprintf("%s-%05d", svc, n), msg, `{"k":1}`)
+				f.all = append(f.all, e)
+				pos := float64(i)
+				switch {
+				case i%50 == 0:
+					pos += 100.5 // late: stored after newer events
+				case i%70 == 0:
+					pos -= 100.5 // ahead of its time (a clock running fast)
+				}
+				evs = append(evs, placed{e, pos})
+			}
+			slices.SortFunc(evs, func(a, b placed) int { return cmp.Compare(a.pos, b.pos) })
+			var flushes [][]logline.Event
+			for i, p := range evs {
+				if i%300 == 0 {
+					flushes = append(flushes, nil)
+				}
+				flushes[len(flushes)-1] = append(flushes[len(flushes)-1], p.e)
+			}
+			name := blobsink.BlobName(blobsink.HourPrefix(svc, hour), w+1, c)
+			writeBlob(t, cs.Store, name, flushes, true)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		q     Query
+		whole bool // fewer matches than the limit: every blob is read whole
+	}{
+		{"Newest100", Query{Limit: 100}, false},
+		{"Fatal100", Query{Limit: 100, Level: logline.LevelFatal}, false},
+		{"Newest3000", Query{Limit: 3000}, false},
+		{"RareText", Query{Limit: 1000, Text: "rare"}, true},
+	} {
+		for _, comp := range []blobsink.Compression{blobsink.CompressNone, blobsink.CompressZstd, blobsink.CompressGzip} {
+			t.Run(c.name+"/"+string(comp)+"x", func(t *testing.T) {
+				q := c.q
+				q.Services = []string{"end" + string(comp)}
+				q.From, q.To = hour, hour.Add(time.Hour)
+				q.Config.ReorderBytes = 32 << 10
+				asc := q
+				asc.Limit = 0
+				want := f.want(asc)
+				slices.Reverse(want)
+				want = want[:min(len(want), q.Limit)]
+				var size int64
+				for w := range 2 {
+					info, err := cs.Store.Stat(context.Background(), blobsink.BlobName(blobsink.HourPrefix(q.Services[0], hour), w+1, comp))
+					if err != nil {
+						t.Fatal(err)
+					}
+					size += info.Size
+				}
+				q.Desc = true
+				cs.take()
+				cs.ranged = 0
+				got, st := collect(t, cs, q)
+				if len(want) == 0 || !slices.Equal(got, want) {
+					t.Fatalf("got %d events, want %d\n got %v\nwant %v", len(got), len(want), head(got), head(want))
+				}
+				if st.BytesRead != cs.ranged || st.BlobsRead != 2 || st.BlobsDamaged != 0 || st.LinesBad != 0 {
+					t.Fatalf("stats %+v, %d bytes read by range", st, cs.ranged)
+				}
+				if c.whole && st.BytesRead != size {
+					t.Fatalf("read %d of %d bytes: a blob with fewer matches than the limit must be read whole", st.BytesRead, size)
+				}
+				if !c.whole && c.q.Limit == 100 && st.BytesRead > size/3 {
+					t.Fatalf("read %d of %d stored bytes for the newest %d: the blobs were not read from their end", st.BytesRead, size, c.q.Limit)
+				}
+				t.Logf("read %d of %d stored bytes (%d lines scanned)", st.BytesRead, size, st.LinesScanned)
+			})
+		}
 	}
 }

@@ -17,11 +17,22 @@ import (
 	"ingest/logline"
 )
 
-// countingStore records which blobs were opened.
+// countingStore records which blobs were read (opened or read by range),
+// and counts the bytes of ranged reads.
 type countingStore struct {
 	blobsink.Store
 	mu     sync.Mutex
 	opened []string
+	ranged int64
+}
+
+// ReadRange forwards to the store's own ranged read.
+func (c *countingStore) ReadRange(ctx context.Context, name string, offset int64, n int) ([]byte, error) {
+	c.mu.Lock()
+	c.ranged += int64(n)
+	c.opened = append(c.opened, name)
+	c.mu.Unlock()
+	return c.Store.(RangeReader).ReadRange(ctx, name, offset, n)
 }
 
 func (c *countingStore) Open(ctx context.Context, name string) (io.ReadCloser, error) {
@@ -37,7 +48,7 @@ func (c *countingStore) take() []string {
 	out := slices.Clone(c.opened)
 	c.opened = c.opened[:0]
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 func mkEvent(svc string, t time.Time, lvl logline.Level, id, msg, attrs string) logline.Event {

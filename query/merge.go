@@ -2,12 +2,14 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"ingest/blobsink"
 )
@@ -88,21 +90,7 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 	}
 	// Open blobs in StartTime order, each only once the merge reaches its
 	// StartTime: a writer's consecutive blobs are then never open together.
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if a.start != b.start {
-			if a.start < b.start {
-				return -1
-			}
-			return 1
-		}
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
+	sortByStart(cands)
 	var h streamHeap
 	defer func() {
 		for _, s := range h {
@@ -156,6 +144,17 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 		}
 	}
 	return r.flush(ctx)
+}
+
+// sortByStart orders an hour's candidates by StartTime, then name: the
+// order ties between equal times follow.
+func sortByStart(cands []candidate) {
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
 }
 
 // open opens a candidate blob and starts reading it ahead; nil when it

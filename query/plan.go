@@ -26,6 +26,7 @@ type candidate struct {
 	name  string
 	start int64 // StartTime metadata; math.MinInt64 when unknown
 	end   int64 // EndTime metadata; math.MaxInt64 when unknown
+	size  int64 // stored bytes when listed
 }
 
 // runner holds one query's state.
@@ -242,7 +243,7 @@ func (r *runner) list(ctx context.Context, services []string, h time.Time, n int
 				r.st.BlobsSkipped++
 				return nil
 			}
-			c := candidate{name: b.Name, start: math.MinInt64, end: math.MaxInt64}
+			c := candidate{name: b.Name, start: math.MinInt64, end: math.MaxInt64, size: b.Size}
 			if m, ok := blobsink.ParseMeta(b.Metadata); ok {
 				if !r.mayMatch(m, b.Metadata) {
 					r.st.BlobsSkipped++

@@ -35,8 +35,9 @@ type Query struct {
 	Limit int
 	// Desc hands out the newest events first: hours newest first, and
 	// within an hour the latest events first. With a Limit, an hour's blobs
-	// are read newest (by EndTime) first and reading stops at the first
-	// blob that cannot hold an event newer than those already found.
+	// are read backwards from their ends, newest (by EndTime) first, and
+	// reading stops once none can hold an event newer than those already
+	// found (desc.go, backward.go).
 	Desc bool
 	// Config bounds the memory a query uses; zero fields take the defaults.
 	Config Config
@@ -48,6 +49,7 @@ const (
 	DefaultMaxLineBytes = 4 << 20
 	DefaultMaxOpenBlobs = 64
 	DefaultReadAhead    = 8 << 20
+	DefaultReorderBytes = 16 << 20
 )
 
 // Config bounds the memory of one query (see the package comment).
@@ -58,12 +60,18 @@ type Config struct {
 	// ReadAheadBytes is read ahead, decoded and filtered, shared by the
 	// open blobs beyond one batch (128 KiB) each.
 	ReadAheadBytes int
+	// ReorderBytes is how far, in bytes of its blob's lines, an event may
+	// be stored from its place in time order (a blob holds lines in the
+	// order they arrived) with newest-first reading still exact: a blob
+	// read backwards is known to hold nothing newer than the oldest line
+	// read ReorderBytes ago (backward.go).
+	ReorderBytes int
 }
 
 // DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
 	return Config{SortBytes: DefaultSortBytes, MaxLineBytes: DefaultMaxLineBytes, MaxOpenBlobs: DefaultMaxOpenBlobs,
-		ReadAheadBytes: DefaultReadAhead}
+		ReadAheadBytes: DefaultReadAhead, ReorderBytes: DefaultReorderBytes}
 }
 
 // RegisterFlags adds the query memory flags to fs, with c's values as
@@ -74,6 +82,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.IntBytesVar(fs, &c.MaxLineBytes, "query-max-line-bytes", c.MaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
 	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", c.MaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
 	flagutil.IntBytesVar(fs, &c.ReadAheadBytes, "query-read-ahead-bytes", c.ReadAheadBytes, "matching lines a query reads ahead, shared by its open blobs beyond 128 KiB each")
+	flagutil.IntBytesVar(fs, &c.ReorderBytes, "query-reorder-bytes", c.ReorderBytes, "how far (bytes of its blob) an event may be stored from its place in time order for newest-first reading to stay exact; a blob is read at least this deep from its end")
 }
 
 // Validate checks the settings; zero values stand for the defaults. It
@@ -90,6 +99,8 @@ func (c *Config) Validate() error {
 		return errors.New("cannot use a negative --query-max-open-blobs")
 	case c.ReadAheadBytes < 0:
 		return errors.New("cannot use a negative --query-read-ahead-bytes")
+	case c.ReorderBytes < 0:
+		return errors.New("cannot use a negative --query-reorder-bytes")
 	}
 	return nil
 }
@@ -106,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReadAheadBytes == 0 {
 		c.ReadAheadBytes = DefaultReadAhead
+	}
+	if c.ReorderBytes == 0 {
+		c.ReorderBytes = DefaultReorderBytes
 	}
 	return c
 }

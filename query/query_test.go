@@ -43,6 +43,7 @@ func runSuite(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
 	t.Run("DamagedFrame", func(t *testing.T) { testDamagedFrame(t, newStore(t)) })
 	t.Run("OpenBlob", func(t *testing.T) { testOpenBlob(t, newStore(t)) })
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, newStore(t)) })
+	t.Run("DescReadsTheEnd", func(t *testing.T) { testDescReadsTheEnd(t, &countingStore{Store: newStore(t)}) })
 }
 
 func testFixture(t *testing.T, cs *countingStore, f *fixture) {
@@ -272,6 +273,29 @@ func testBadLines(t *testing.T, s blobsink.Store) {
 	if st.LinesBad != 3 || st.LinesTooLong != 1 || st.LinesScanned != 7 {
 		t.Fatalf("want 3 bad lines (garbage, empty, torn) and 1 too long, 7 scanned: %+v", st)
 	}
+	// Newest first with a limit reads the blobs backwards (ranged reads
+	// of 64 KiB and more, which cut the long lines): the same lines,
+	// reversed, the same counts.
+	q.Desc, q.Limit = true, 10
+	var desc []string
+	lens = lens[:0]
+	st, err = Run(ctx, s, q, func(line []byte, e *logline.Event) error {
+		if line[len(line)-1] != '\n' {
+			t.Fatalf("line without its newline: %q", line)
+		}
+		desc = append(desc, string(e.ID))
+		lens = append(lens, len(e.Message))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(desc, []string{"b6", "b4", "b2", "b1"}) || lens[2] != 200<<10 {
+		t.Fatalf("newest first: got %v (message lengths %v)", desc, lens)
+	}
+	if st.LinesBad != 3 || st.LinesTooLong != 1 || st.LinesScanned != 7 {
+		t.Fatalf("newest first: want 3 bad lines and 1 too long, 7 scanned: %+v", st)
+	}
 }
 
 // testLevelSkip: a blob whose LogType has no level at or above the asked one
@@ -355,6 +379,13 @@ func testDamagedFrame(t *testing.T, s blobsink.Store) {
 	got, stats := collect(t, s, Query{Services: []string{"dz"}, From: at(16, 0, 0), To: at(17, 0, 0)})
 	if len(got) != 41 || got[40] != "gz" || stats.BlobsDamaged != 1 || stats.BlobsRead != 2 {
 		t.Fatalf("got %d events (%v), stats %+v", len(got), head(got), stats)
+	}
+	// Read backwards, the torn frame is dropped and the frames before it
+	// are found.
+	desc, stats := collect(t, s, Query{Services: []string{"dz"}, From: at(16, 0, 0), To: at(17, 0, 0), Desc: true, Limit: 100})
+	slices.Reverse(desc)
+	if !slices.Equal(desc, got) || stats.BlobsDamaged != 1 {
+		t.Fatalf("newest first: got %d events (%v), stats %+v", len(desc), head(desc), stats)
 	}
 }
 

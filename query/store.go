@@ -16,3 +16,13 @@ type Store interface {
 	// Open reads a blob; a missing one is blobsink.ErrNotFound.
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 }
+
+// RangeReader is an optional Store extension: n bytes of a blob from
+// offset (blobsink.ErrNotFound when it is missing, io.ErrUnexpectedEOF when
+// it is shorter). blobsink's FileStore and AzureStore have it. With it, a
+// newest-first query with a limit reads each blob backwards from its end
+// and stops as soon as the newest events are known (backward.go); without
+// it, those blobs are read whole from the start.
+type RangeReader interface {
+	ReadRange(ctx context.Context, name string, offset int64, n int) ([]byte, error)
+}

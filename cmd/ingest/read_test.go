@@ -22,6 +22,10 @@ func TestReadRoutes(t *testing.T) {
 			i/6, i%6*10, []string{"info", "warn", "error"}[i%3], i, i)
 	}
 	body = fmt.Appendf(body, `{"ts":"2026-11-21T17:30:00Z","service":"web","id":"w0","msg":"other"}`+"\n")
+	for i := range 4000 { // big: 4,000 lines of about 200 bytes in one blob, one every 0.5 s from 16:00
+		body = fmt.Appendf(body, `{"ts":"2026-11-21T16:%02d:%02d.%dZ","service":"big","id":"b%d","msg":"request %d served in %d ms by the upstream pool %s"}`+"\n",
+			i/120, i/2%60, i%2*5, i, i, i%977, strings.Repeat("x", 80))
+	}
 	if code, b := s.post("/v1/logs", "application/x-ndjson", "", body); code != 202 {
 		t.Fatalf("POST = %d %s", code, b)
 	}
@@ -37,7 +41,7 @@ func TestReadRoutes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, b := get("/v1/services"); code != 200 || strings.TrimSpace(b) != `["api","web"]` {
+	if code, b := get("/v1/services"); code != 200 || strings.TrimSpace(b) != `["api","big","web"]` {
 		t.Fatalf("GET /v1/services = %d %s", code, b)
 	}
 	const rng = "from=2026-11-21T16:00:00Z&to=2026-11-21T18:00:00Z"
@@ -72,6 +76,25 @@ func TestReadRoutes(t *testing.T) {
 		"--to", "2026-11-21T17:00:00Z", "--reverse", "--limit", "2", "--format", "ndjson").Output()
 	if err != nil || idsOf(t, string(out)) != "a29 a28" {
 		t.Fatalf("ingest query --reverse --limit 2 = %q (%v)", out, err)
+	}
+	// The newest of a larger blob: read backwards from its end, a small
+	// part of the blob.
+	cmd := ingestexec.Command(binary, "query", "--data-dir", dir, "--service", "big", "--from", "2026-11-21T16:00:00Z",
+		"--to", "2026-11-21T17:00:00Z", "--reverse", "--limit", "3", "--format", "ndjson", "--stats", "--query-reorder-bytes", "16KiB")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil || idsOf(t, string(out)) != "b3999 b3998 b3997" {
+		t.Fatalf("ingest query --reverse --limit 3 = %q (%v) %s", out, err, stderr.String())
+	}
+	var read int64
+	if i := strings.Index(stderr.String(), "bytes_read="); i < 0 {
+		t.Fatalf("no bytes_read in --stats: %q", stderr.String())
+	} else if _, err := fmt.Sscanf(stderr.String()[i:], "bytes_read=%d", &read); err != nil {
+		t.Fatal(err)
+	}
+	if read == 0 || read > 200<<10 {
+		t.Fatalf("newest 3 of a %d KiB blob read %d bytes: want one 64 KiB ranged read and a second at most (%s)", 4000*200>>10, read, stderr.String())
 	}
 }
 
