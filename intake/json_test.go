@@ -209,6 +209,30 @@ func reportEvents(b *testing.B, perOp int, cpu time.Duration) {
 	}
 }
 
+// BenchmarkParseEncodeUnicode parses events with non-ASCII text in the
+// message and an attribute (raw UTF-8, no escapes, as the load generator
+// and many real services send) and encodes each as its stored line: the
+// request's whole parse-and-encode step.
+func BenchmarkParseEncodeUnicode(b *testing.B) {
+	body := bytes.ReplaceAll(benchBody(1000), []byte(" via password"), []byte(" via café → ✓ naïve"))
+	body = bytes.ReplaceAll(body, []byte(`"path":"/api/v1/login"`), []byte(`"path":"/api/v1/café"`))
+	p := GetParser()
+	d := Defaults{Service: []byte("svc"), Now: now}
+	var enc logline.Encoder
+	var lines []byte
+	emit := func(e *logline.Event) { lines = enc.AppendLine(lines, e) }
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	cpu := benchcpu.Start()
+	for b.Loop() {
+		lines = lines[:0]
+		if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportEvents(b, 1000, benchcpu.Start()-cpu)
+}
+
 func BenchmarkParseLogsNDJSONParallel(b *testing.B) {
 	body := benchBody(1000)
 	d := Defaults{Service: []byte("svc"), Now: now}
@@ -358,6 +382,8 @@ var attrSeeds = []string{
 	`{"msg":"m","a":[1,2}`,
 	`{"msg":"m","a":"x"  }`,
 	`{"service":{"x":1},"host":[1],"id":"","msg":"m","k":-0}`,
+	`{"msg":"café → ✓ naïve","ä":"ö","k":{"é":["✓",1]},"e":"a\"b\u00e9\/"}`,
+	"{\"msg\":\"bad \xff utf8\",\"k\":\"bad \xfe\",\"\xff\":1}",
 }
 
 func checkAttrsCopy(t *testing.T, line []byte) {
@@ -377,6 +403,14 @@ func checkAttrsCopy(t *testing.T, line []byte) {
 	}
 	if bad == "" && !bytes.Equal(got, want) {
 		t.Fatalf("line %q: attrs %q, want %q", line, got, want)
+	}
+	// A message the parser lets the line copy is quoted the same either way.
+	if bad == "" && p.ev.MessagePlain {
+		copied := logline.AppendLine(nil, &p.ev)
+		p.ev.MessagePlain = false
+		if quoted := logline.AppendLine(nil, &p.ev); !bytes.Equal(copied, quoted) {
+			t.Fatalf("line %q: copying the message gives %q, quoting it %q", line, copied, quoted)
+		}
 	}
 }
 

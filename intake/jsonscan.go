@@ -172,7 +172,7 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 
 // compactEnd returns the index after the JSON value at b[i] when
 // appendValue would copy it unchanged: compact (no whitespace), strings
-// with nothing to escape or replace, no NaN or Infinity. Otherwise, and for
+// jsonstr.Verbatim (nothing to escape or replace), no NaN or Infinity. Otherwise, and for
 // anything malformed, it returns -1, and the caller reads the value again
 // with appendValue, which rewrites it or says what is wrong. It costs a
 // string a Scan and a number one pass, the same reading appendValue does,
@@ -184,7 +184,7 @@ func compactEnd(b []byte, i, depth int) int {
 	switch c := b[i]; {
 	case c == '"':
 		end, fl := jsonstr.Scan(b, i)
-		if fl != 0 {
+		if end < 0 || fl != 0 && !jsonstr.Verbatim(b[i+1:end-1], fl) {
 			return -1
 		}
 		return end
@@ -206,7 +206,7 @@ func compactEnd(b []byte, i, depth int) int {
 					return -1
 				}
 				kend, fl := jsonstr.Scan(b, i)
-				if fl != 0 || kend < 0 || kend >= len(b) || b[kend] != ':' {
+				if kend < 0 || kend >= len(b) || b[kend] != ':' || fl != 0 && !jsonstr.Verbatim(b[i+1:kend-1], fl) {
 					return -1
 				}
 				i = kend + 1

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"ingest/internal/jsonstr"
 	"ingest/logline"
@@ -306,7 +307,7 @@ func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	}
 	raw := b[i+1 : end-1]
 	switch {
-	case fl == 0: // no escape, control or non-ASCII byte: the line can copy it
+	case fl == 0 || fl == jsonstr.High && utf8.Valid(raw): // nothing to escape or replace: the line can copy it
 		ev.Message, ev.MessagePlain = raw, true
 	case fl&jsonstr.Escape == 0:
 		ev.Message = raw
@@ -355,7 +356,7 @@ func (p *Parser) beginAttrs(b []byte) {
 // compact, nothing to escape) joins the pending run of such members, which
 // is copied in one piece; the others are re-written.
 func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
-	if keyFlags == 0 && i == start+len(rawKey)+3 { // "key": then the value
+	if i == start+len(rawKey)+3 && (keyFlags == 0 || jsonstr.Verbatim(rawKey, keyFlags)) { // "key": then the value
 		if end := compactEnd(b, i, 0); end >= 0 {
 			if p.runEnd > 0 && start == p.runEnd+1 && b[p.runEnd] == ',' {
 				p.runEnd = end

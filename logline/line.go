@@ -29,9 +29,10 @@ type Event struct {
 	Message []byte // the text itself, not JSON-quoted
 	Attrs   []byte // a compact JSON object, or empty for "{}"
 
-	// MessagePlain promises that Message holds only printable ASCII other
-	// than '"' and '\\', so AppendLine copies it without looking for bytes
-	// to escape. A parser that has already scanned the message sets it.
+	// MessagePlain promises that Message has nothing AppendQuoted would
+	// change (no control character, '"' or '\\', and valid UTF-8), so
+	// AppendLine copies it without looking for bytes to escape. A parser
+	// that has already scanned the message sets it.
 	MessagePlain bool
 
 	scratch []byte // Parse unescapes the message here

@@ -218,11 +218,13 @@ func BenchmarkAppendLine(b *testing.B) {
 }
 
 func TestMessagePlainMatchesQuoting(t *testing.T) {
-	e := Event{Message: []byte("plain ascii message, 42% done: ok")}
-	quoted := AppendLine(nil, &e)
-	e.MessagePlain = true
-	if plain := AppendLine(nil, &e); !bytes.Equal(plain, quoted) {
-		t.Fatalf("MessagePlain changes the line:\n%q\n%q", plain, quoted)
+	for _, m := range []string{"plain ascii message, 42% done: ok", "café → ✓ naïve, ünïcödé"} {
+		e := Event{Message: []byte(m)}
+		quoted := AppendLine(nil, &e)
+		e.MessagePlain = true
+		if plain := AppendLine(nil, &e); !bytes.Equal(plain, quoted) {
+			t.Fatalf("MessagePlain changes the line:\n%q\n%q", plain, quoted)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@
 package jsonstr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -347,6 +348,31 @@ func AppendRaw(dst, raw []byte, flags Flags) []byte {
 	}
 	dst = append(dst, raw[start:]...)
 	return append(dst, '"')
+}
+
+// Verbatim reports whether AppendRaw writes raw (a string's contents, with
+// flags from Scan) back unchanged between its quotes: no control
+// character, every escape valid, valid UTF-8. A caller can then copy the
+// string as it came, quotes included. For text without escapes it also
+// means AppendQuoted writes it unchanged.
+func Verbatim(raw []byte, flags Flags) bool {
+	if flags&Ctrl != 0 || flags&High != 0 && !utf8.Valid(raw) {
+		return false
+	}
+	if flags&Escape != 0 {
+		for i := 0; i < len(raw); {
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				break
+			}
+			n := validEscape(raw[i+j:])
+			if n == 0 {
+				return false
+			}
+			i += j + n
+		}
+	}
+	return true
 }
 
 // validEscape is the length of the valid escape at the start of b (a

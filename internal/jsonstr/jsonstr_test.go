@@ -114,6 +114,22 @@ func TestAppendRaw(t *testing.T) {
 // FuzzStrings checks the codec against a byte-at-a-time scan and against
 // encoding/json: what the writers produce is valid JSON that decodes to
 // what the readers return.
+func TestVerbatim(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{"plain", true}, {"café → ✓", true}, {`a\"b\n\u00e9\/`, true}, {`\ud83d`, true},
+		{`bad \x`, false}, {`end\`, false}, {`\u12`, false}, {"tab\there", false}, {"utf8 \xff", false},
+		{`ok \t then \q`, false},
+	} {
+		_, fl := Scan([]byte(`"`+tc.raw+`"`), 0)
+		if got := Verbatim([]byte(tc.raw), fl); got != tc.want {
+			t.Errorf("Verbatim(%q) = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}
+
 func FuzzStrings(f *testing.F) {
 	for _, s := range []string{`plain`, `a\"b`, `\ud83d\ude00`, `\ud83d`, `bad \x`, "ctrl\x01", "utf8 \xff é", `end\`, `12345678"tail`} {
 		f.Add([]byte(s))
@@ -150,6 +166,14 @@ func FuzzStrings(f *testing.F) {
 		}
 		if fl == 0 && !bytes.Equal(out[1:len(out)-1], raw) {
 			t.Fatalf("AppendRaw changed a plain string: %q -> %s", raw, out)
+		}
+		// Verbatim says exactly when AppendRaw copies raw as it is, and then
+		// text without escapes is quoted unchanged too.
+		if v, same := Verbatim(raw, fl), bytes.Equal(out[1:len(out)-1], raw); v != same {
+			t.Fatalf("Verbatim(%q) = %v, but AppendRaw gives %s", raw, v, out)
+		}
+		if Verbatim(raw, fl) && fl&Escape == 0 && !bytes.Equal(AppendQuoted(nil, raw), out) {
+			t.Fatalf("Verbatim(%q) without escapes, but AppendQuoted gives %s", raw, AppendQuoted(nil, raw))
 		}
 	})
 }
