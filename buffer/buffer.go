@@ -123,19 +123,21 @@ type chunk struct {
 }
 
 // due reports whether the key has a chunk to flush now: a full one (of
-// size bytes), more than one, or one whose oldest byte is --flush-interval
-// old.
-func (kb *keyBuf) due(now time.Time, size int64, interval time.Duration) bool {
+// the stream's FlushBytes), more than one, one whose oldest byte is the
+// stream's FlushAge old, or any when the key has been quiet for the
+// stream's FlushQuiet.
+func (kb *keyBuf) due(now time.Time, s *stream) bool {
 	if len(kb.chunks) == 0 {
 		return false
 	}
 	c := kb.chunks[0]
-	return len(kb.chunks) > 1 || int64(len(c.data)) >= size || now.Sub(c.since) >= interval
+	return len(kb.chunks) > 1 || int64(len(c.data)) >= s.FlushBytes || now.Sub(c.since) >= s.FlushAge ||
+		s.FlushQuiet > 0 && now.Sub(kb.lastActive) >= s.FlushQuiet
 }
 
 // due reports whether kb has a chunk to flush now.
 func (b *Buffer) due(kb *keyBuf, now time.Time) bool {
-	return kb.due(now, b.streams[kb.stream].FlushBytes, b.cfg.FlushInterval)
+	return kb.due(now, b.streams[kb.stream])
 }
 
 // Open creates the buffer, replaying the write-ahead log in walDir (with

@@ -4,17 +4,19 @@
 // service and UTC hour, "api/2026/11/21/1800"; for logins: a day table),
 // each group already encoded as '\n'-terminated lines. The buffer appends
 // every group to its key's pending bytes and flushes a key when it reaches
-// its stream's chunk size or its oldest byte is --flush-interval old, on worker
-// goroutines of its own per stream, so one slow key or one slow sink never
-// blocks the intake of the others.
+// its stream's chunk size or its oldest byte its stream's flush age, on
+// worker goroutines of its own per stream, so one slow key or one slow
+// sink never blocks the intake of the others.
 //
 // The streams are a registry the buffer is opened with (StreamDef): each
 // has an id (StreamLogs, StreamLogins; written in the WAL, so fixed), a
 // name (its metrics' "stream" label), the Flusher that stores its keys
 // (blobsink's Sink for logs, tablesink's Sink for logins), a chunk size
 // (FlushBytes: --flush-bytes unless set; --login-flush-bytes for logins,
-// kept between --flush-bytes and a quarter of --buffer-bytes) and an
-// optional Observer that sees
+// kept between --flush-bytes and a quarter of --buffer-bytes), a flush
+// age (FlushAge: --flush-interval unless set; --login-flush-interval for
+// logins, with a quiet rule, FlushQuiet: a key quiet that long is flushed
+// at once) and an optional Observer that sees
 // each group of every batch Add accepted (tablesink's Counters count the
 // logs stream's events per service, hour and level from Group.Tally).
 //

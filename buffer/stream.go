@@ -3,6 +3,7 @@ package buffer
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"ingest/internal/retry"
 )
@@ -39,6 +40,16 @@ type StreamDef struct {
 	// bucket, so a flush fills its transactions only when it holds enough
 	// attempts for every bucket, far more than 4 MiB of them.
 	FlushBytes int64
+	// FlushAge is how old a key's oldest byte gets before it is flushed.
+	// Zero: Config.FlushInterval (--flush-interval). With --ack flush it
+	// is never longer than --flush-interval: a request waits for the
+	// flush. The login stream sets a longer one (--login-flush-interval),
+	// with FlushQuiet: every flush costs a request per bucket, so it does
+	// not flush a part of the attempts while more keep arriving.
+	FlushAge time.Duration
+	// FlushQuiet, when set, flushes a key as soon as no byte has come for
+	// this long, before FlushAge (to the scheduler's tick, at most 250 ms).
+	FlushQuiet time.Duration
 }
 
 // Observer sees the groups a batch added, after the buffer accepted them.
@@ -71,9 +82,12 @@ func newStreams(defs []StreamDef, cfg *Config) ([]*stream, error) {
 			return nil, fmt.Errorf("cannot register stream %q without a flusher", d.Name)
 		case d.FlushBytes < 0:
 			return nil, fmt.Errorf("cannot flush stream %q by chunks of %d bytes: want a positive size, or 0 for --flush-bytes", d.Name, d.FlushBytes)
+		case d.FlushAge < 0 || d.FlushQuiet < 0:
+			return nil, fmt.Errorf("cannot flush stream %q after %v, or %v without data: want positive durations, or 0 for --flush-interval and no quiet rule", d.Name, d.FlushAge, d.FlushQuiet)
 		}
 		names[d.Name] = true
 		d.FlushBytes = chunkBytes(cfg, d.FlushBytes)
+		d.FlushAge = flushAge(cfg, d.FlushAge)
 		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16)}
 	}
 	return streams, nil
@@ -87,6 +101,15 @@ func chunkBytes(cfg *Config, want int64) int64 {
 		return cfg.FlushBytes
 	}
 	return max(cfg.FlushBytes, min(want, cfg.BufferBytes/4))
+}
+
+// flushAge is the flush age of a stream that asks for want (0:
+// --flush-interval); with --ack flush, never longer than --flush-interval.
+func flushAge(cfg *Config, want time.Duration) time.Duration {
+	if want == 0 || cfg.Ack == AckFlush && want > cfg.FlushInterval {
+		return cfg.FlushInterval
+	}
+	return want
 }
 
 // observe shows the batch's groups to their streams' observers.

@@ -117,6 +117,16 @@ func (s *Sink) Keyer() *shard.Keyer { return s.keyer }
 // the login stream's FlushBytes in the buffer's stream registry.
 func (s *Sink) ChunkBytes() int64 { return s.cfg.FlushBytes }
 
+// FlushAge is how old the login attempts of a day get at most before the
+// buffer flushes them (--login-flush-interval): the login stream's
+// FlushAge in the buffer's stream registry.
+func (s *Sink) FlushAge() time.Duration { return s.cfg.FlushInterval }
+
+// FlushQuiet is how long no login attempt of a day may arrive before the
+// buffer flushes those it holds (--login-flush-quiet): the login stream's
+// FlushQuiet.
+func (s *Sink) FlushQuiet() time.Duration { return s.cfg.FlushQuiet }
+
 // Store is the sink's table store.
 func (s *Sink) Store() Store { return s.store }
 

@@ -17,16 +17,20 @@ func TestConfig(t *testing.T) {
 	c := DefaultConfig()
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--login-retention-days", "7", "--partitions", "64", "--stats-instance", "web-1"}); err != nil {
+	if err := fs.Parse([]string{"--login-retention-days", "7", "--partitions", "64", "--stats-instance", "web-1",
+		"--login-flush-interval", "30s", "--login-flush-quiet", "0"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.RetentionDays != 7 || c.Shard.Partitions != 64 || c.Instance != "web-1" || c.Validate() != nil {
+	if c.RetentionDays != 7 || c.Shard.Partitions != 64 || c.Instance != "web-1" || c.FlushInterval != 30*time.Second || c.FlushQuiet != 0 || c.Validate() != nil {
 		t.Fatalf("parsed %+v: %v", c, c.Validate())
 	}
 	for _, mod := range []func(*Config){
 		func(c *Config) { c.RetentionDays = 0 },
 		func(c *Config) { c.Parallel = 0 },
 		func(c *Config) { c.Retries = 0 },
+		func(c *Config) { c.FlushInterval = 0 },
+		func(c *Config) { c.FlushQuiet = -time.Second },
+		func(c *Config) { c.FlushQuiet = c.FlushInterval + 1 },
 		func(c *Config) { c.Instance = "" },
 		func(c *Config) { c.Shard.Partitions = 0 },
 	} {

@@ -73,7 +73,8 @@ func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, re
 	}
 	buf, err := buffer.Open(ctx, cfg.buffer, scfg.WALDir(), []buffer.StreamDef{
 		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters},
-		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins, FlushBytes: logins.ChunkBytes()},
+		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins,
+			FlushBytes: logins.ChunkBytes(), FlushAge: logins.FlushAge(), FlushQuiet: logins.FlushQuiet()},
 	}, reg, log)
 	if err != nil {
 		return nil, err
