@@ -4,7 +4,11 @@ package tablesink
 // PartitionKey each, at most MaxBatchEntities entities and MaxBatchBytes of
 // payload. A RowKey seen twice in a partition (a record replayed into the
 // same flush) is kept once, the last one winning, because Azure refuses a
-// transaction that names a row twice. Partitions keep their first-seen order.
+// transaction that names a row twice. The transactions come round by round,
+// every partition's first (in first-seen order), then every partition's
+// second, and so on: the transactions a flush has in flight at once go to
+// different partitions, rather than all of one bucket's at once against
+// Azure's per-partition target of 2,000 entities/s.
 func buildBatches(ents []Entity) [][]Entity {
 	type part struct {
 		rows  map[string]int // RowKey -> index in ents
@@ -27,21 +31,31 @@ func buildBatches(ents []Entity) [][]Entity {
 		p.rows[ents[i].RowKey] = len(p.order)
 		p.order = append(p.order, i)
 	}
-	var batches [][]Entity
-	for _, pk := range pks {
+	perPK := make([][][]Entity, len(pks))
+	total, rounds := 0, 0
+	for k, pk := range pks {
 		var cur []Entity
 		size := batchOverhead
 		for _, i := range parts[pk].order {
 			cost := batchCost(&ents[i])
 			if len(cur) == MaxBatchEntities || len(cur) > 0 && size+cost > MaxBatchBytes {
-				batches = append(batches, cur)
+				perPK[k] = append(perPK[k], cur)
 				cur, size = nil, batchOverhead
 			}
 			cur = append(cur, ents[i])
 			size += cost
 		}
 		if len(cur) > 0 {
-			batches = append(batches, cur)
+			perPK[k] = append(perPK[k], cur)
+		}
+		total, rounds = total+len(perPK[k]), max(rounds, len(perPK[k]))
+	}
+	batches := make([][]Entity, 0, total)
+	for r := range rounds {
+		for _, bs := range perPK {
+			if r < len(bs) {
+				batches = append(batches, bs[r])
+			}
 		}
 	}
 	return batches

@@ -35,17 +35,26 @@ func TestBuildBatches(t *testing.T) {
 	if perPK["small"] != 250 || perPK["huge"] != 120 || perPK["one"] != 1 {
 		t.Fatalf("entities per partition: %v", perPK)
 	}
+	// Round by round: every partition's first transaction, then every
+	// partition's second... small: 100+100+50; huge: split by size (~20
+	// per 4 MiB); one: 1.
+	var order []string
 	var sizes []int
 	for _, b := range batches {
-		sizes = append(sizes, len(b))
+		order, sizes = append(order, b[0].PartitionKey), append(sizes, len(b))
 	}
-	// small: 100+100+50; huge: split by size (~20 per 4 MiB); one: 1.
-	if sizes[0] != 100 || sizes[1] != 100 || sizes[2] != 50 || sizes[len(sizes)-1] != 1 {
-		t.Fatalf("batch sizes %v", sizes)
+	wantOrder := []string{"small", "huge", "one", "small", "huge", "small", "huge"}
+	if fmt.Sprint(order[:len(wantOrder)]) != fmt.Sprint(wantOrder) || sizes[0] != 100 || sizes[2] != 1 || sizes[3] != 100 || sizes[5] != 50 {
+		t.Fatalf("batches (partition, entities) in the order %v %v, want the partitions round by round: %v...", order, sizes, wantOrder)
 	}
-	for _, b := range batches[3 : len(batches)-1] {
-		if len(b) >= 100 {
+	for i, b := range batches {
+		if order[i] == "huge" && len(b) >= 100 {
 			t.Fatalf("a batch of huge entities was not split by size: %d entities", len(b))
+		}
+	}
+	for _, pk := range order[len(wantOrder):] {
+		if pk != "huge" {
+			t.Fatalf("batches in the order %v: only huge has more than three", order)
 		}
 	}
 	if len(buildBatches(nil)) != 0 {
