@@ -145,6 +145,43 @@ func TestFlushAndTail(t *testing.T) {
 	})
 }
 
+// TestTailReadsTomorrowFirst: attempts in tomorrow's table (a client's
+// clock ahead) come before today's, and fill a small limit alone (today's
+// table is read at the same time, its attempts left out).
+func TestTailReadsTomorrowFirst(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st Store) {
+		s := newTestSink(t, st, testConfig())
+		recs := map[string][]byte{}
+		var today, ahead []time.Time
+		for i := range 5 {
+			today = append(today, day0.Add(time.Duration(i)*time.Minute))
+			ahead = append(ahead, day0.Add(13*time.Hour+time.Duration(i)*time.Minute)) // tomorrow 01:00
+		}
+		appendAttempts(t, s, recs, "carol", today, "t")
+		appendAttempts(t, s, recs, "carol", ahead[:3], "a")
+		if len(recs) != 2 {
+			t.Fatalf("records for %d tables, want today's and tomorrow's", len(recs))
+		}
+		flushAll(t, s, recs)
+		var ids []string
+		for _, limit := range []int{100, 4, 2} {
+			got, err := s.Tail(context.Background(), "carol", 1, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = ids[:0]
+			for _, a := range got {
+				ids = append(ids, string(a.ID))
+			}
+			all := []string{"a0002", "a0001", "a0000", "t0004", "t0003", "t0002", "t0001", "t0000"}
+			want := fmt.Sprint(all[:min(limit, len(all))])
+			if fmt.Sprint(ids) != want {
+				t.Fatalf("Tail(limit %d) = %v, want %s", limit, ids, want)
+			}
+		}
+	})
+}
+
 func TestFlushReplayDuplicatesNothing(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
 		s := newTestSink(t, st, testConfig())

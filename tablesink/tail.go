@@ -17,10 +17,10 @@ const maxTailQueries = 16
 // Tail returns user's latest attempts, newest first, at most limit, from
 // today's table back through the previous days-1 (tomorrow's too, for
 // clients whose clocks run ahead), stopping as soon as limit attempts are
-// found. In a day table it runs one range query ($top=limit, the user's
-// RowKey range) in the user's unsalted partition; only if that finds the
-// user's salted marker first does it query the user's salted partitions
-// too, in parallel. Tables of the first key scheme are read with its keys.
+// found (today's is read at the same time as tomorrow's). In a day table
+// it runs one range query ($top=limit, the user's RowKey range) in the
+// user's unsalted partition; only if that finds the user's salted marker
+// first does it query the user's salted partitions too, in parallel. Tables of the first key scheme are read with its keys.
 func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attempt, error) {
 	var out []Attempt
 	err := s.TailEach(ctx, user, days, limit, func(a *Attempt) error {
@@ -38,11 +38,26 @@ func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn fu
 	}
 	days = max(days, 1)
 	today := dayOf(s.now().UnixNano())
+	// Tomorrow's table (attempts of clients whose clocks run ahead) is
+	// nearly always empty: today's is read at the same time, so that it
+	// costs a lookup no round trip of its own.
+	todays := make(chan dayAttempts, 1)
+	go func(top int) {
+		got, err := s.tailDay(ctx, tableName(s.prefix, today), []byte(user), top)
+		todays <- dayAttempts{got, err}
+	}(limit)
 	for day := today + 1; day > today-int64(days) && limit > 0; day-- {
 		if s.expired(day) {
 			break
 		}
-		got, err := s.tailDay(ctx, tableName(s.prefix, day), []byte(user), limit)
+		var got []Attempt
+		var err error
+		if day == today {
+			r := <-todays
+			got, err = r.got[:min(len(r.got), limit)], r.err
+		} else {
+			got, err = s.tailDay(ctx, tableName(s.prefix, day), []byte(user), limit)
+		}
 		if err != nil {
 			return err
 		}
@@ -54,6 +69,11 @@ func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn fu
 		limit -= len(got)
 	}
 	return nil
+}
+
+type dayAttempts struct {
+	got []Attempt
+	err error
 }
 
 // tailDay returns the newest top attempts of user in one day table.
