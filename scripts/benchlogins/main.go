@@ -136,16 +136,24 @@ func rawRate(svc *aztables.ServiceClient, table string, n, parallel int) float64
 	return float64(txns*100) / time.Since(start).Seconds()
 }
 
-// tailCurve fills one table step by step to each of sizes entities (a user
-// with attempts entities in its bucket, the rest other users' over 256
-// buckets, written as 100-entity transactions) and after each step times
-// the query GET /v1/logins/{user}?limit=20 makes in a day table: the
-// user's RowKey range in its bucket, $top 21 (tablesink's tailDay).
+// tailCurve fills today's day table step by step to each of sizes
+// entities (a user with attempts entities in its bucket, the rest other
+// users' over 256 buckets, written as 100-entity transactions) and after
+// each step, with nothing else writing, times the lookup of
+// GET /v1/logins/{user}?limit=20 three ways, in turn: Azurite's own answer
+// to its one range query (PartitionKey eq, RowKey range, $top 21) asked by
+// a plain aztables client, the same query through tablesink's store, and
+// the whole lookup (tablesink's Tail: tomorrow's and today's tables).
 func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int) {
 	ctx := context.Background()
-	const table = "tailcurve"
-	_, err := svc.CreateTable(ctx, table, nil)
+	store := tablesink.NewAzureStore(svc)
+	cfg := tablesink.DefaultConfig()
+	cfg.Instance = "benchlogins"
+	sink, err := tablesink.New(cfg, store, nil, nil)
 	check(err)
+	_, err = sink.Maintain(ctx, false) // today's and tomorrow's tables, as a server creates them
+	check(err)
+	table := tablesink.TableFor(time.Now().UnixNano())
 	client := svc.NewClient(table)
 	keyer := shard.NewKeyer(shard.DefaultConfig())
 	user := []byte("tail-user@example.com")
@@ -161,7 +169,8 @@ func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int)
 						u := name(int(i), j)
 						rk := shard.RowKey(nil, []byte(u), time.Now().UnixNano(), fmt.Appendf(nil, "%d-%d", i, j))
 						actions[j] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: fmt.Appendf(nil,
-							`{"PartitionKey":%q,"RowKey":%q,"User":%q,"Success":false,"IP":"198.51.100.7","UA":"Mozilla/5.0 (X11; Linux x86_64)"}`, pk(int(i)), rk, u)}
+							`{"PartitionKey":%q,"RowKey":%q,"User":%q,"Time@odata.type":"Edm.DateTime","Time":%q,"Success":false,"IP":"198.51.100.7","UA":"Mozilla/5.0 (X11; Linux x86_64)"}`,
+							pk(int(i)), rk, u, time.Now().UTC().Format(time.RFC3339Nano))}
 					}
 					_, err := client.SubmitTransaction(ctx, actions, nil)
 					check(err)
@@ -171,10 +180,34 @@ func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int)
 		wg.Wait()
 	}
 	write(func(int) string { return home }, func(int, int) string { return string(user) }, attempts/100)
-	store := tablesink.NewAzureStore(svc)
 	from, to := shard.UserRange(user)
-	fmt.Printf("the range query of GET /v1/logins/{user}?limit=20 on Azurite (PartitionKey eq, RowKey range, $top 21), a user with %d attempts:\n", attempts)
-	fmt.Printf("%12s %10s %10s %10s\n", "entities", "p50 ms", "p99 ms", "reads")
+	filter := fmt.Sprintf("PartitionKey eq '%s' and RowKey ge '%s' and RowKey lt '%s'", home, from, to)
+	ways := []struct {
+		name string
+		want int // entities or attempts found
+		read func() int
+	}{
+		{"aztables", 21, func() int {
+			page, err := client.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: to32(21)}).NextPage(ctx)
+			check(err)
+			return len(page.Entities)
+		}},
+		{"store", 21, func() int {
+			ents, err := store.Query(ctx, table, home, from, to, 21)
+			check(err)
+			return len(ents)
+		}},
+		{"Tail", 20, func() int {
+			got, err := sink.Tail(ctx, string(user), 1, 20)
+			check(err)
+			return len(got)
+		}},
+	}
+	fmt.Printf("GET /v1/logins/{user}?limit=20 on Azurite, a user with %d attempts, nothing else writing; ms:\n", attempts)
+	fmt.Printf("  aztables: Azurite's answer to the one range query (PartitionKey eq, RowKey range, $top 21), plain aztables client\n")
+	fmt.Printf("  store:    the same query through tablesink's AzureStore\n")
+	fmt.Printf("  Tail:     the whole lookup without HTTP (tomorrow's and today's day tables)\n")
+	fmt.Printf("%10s %7s | %8s %8s | %8s %8s | %8s %8s\n", "entities", "reads", "aztables", "p99", "store", "p99", "Tail", "p99")
 	have := attempts
 	for _, size := range sizes {
 		if size > have {
@@ -184,20 +217,27 @@ func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int)
 			have += txns * 100
 		}
 		reads := max(20, min(200, 20000000/have)) // about a minute per step
-		lat := make([]float64, 0, reads)
-		for range reads {
-			t := time.Now()
-			ents, err := store.Query(ctx, table, home, from, to, 21)
-			check(err)
-			if len(ents) != 21 {
-				check(fmt.Errorf("the range query found %d entities, want 21", len(ents)))
+		lat := make([][]float64, len(ways))
+		for i := range reads {
+			for k := range ways {
+				w := ways[(i+k)%len(ways)] // each way goes first in turn
+				t := time.Now()
+				if n := w.read(); n != w.want {
+					check(fmt.Errorf("the %s read found %d, want %d", w.name, n, w.want))
+				}
+				lat[(i+k)%len(ways)] = append(lat[(i+k)%len(ways)], float64(time.Since(t).Microseconds())/1000)
 			}
-			lat = append(lat, float64(time.Since(t).Microseconds())/1000)
 		}
-		sort.Float64s(lat)
-		fmt.Printf("%12d %10.1f %10.1f %10d\n", have, lat[len(lat)/2], lat[len(lat)*99/100], reads)
+		fmt.Printf("%10d %7d", have, reads)
+		for _, l := range lat {
+			sort.Float64s(l)
+			fmt.Printf(" | %8.1f %8.1f", l[len(l)/2], l[len(l)*99/100])
+		}
+		fmt.Println()
 	}
 }
+
+func to32(n int) *int32 { v := int32(n); return &v }
 
 // server is one running ingest on Azurite.
 type server struct {
@@ -234,13 +274,14 @@ func (s *server) stop() {
 	s.cmd.Wait()
 }
 
-// metric reads one counter or gauge from /metrics (0 when absent).
+// metric reads one counter or gauge from /metrics (0 when absent); name
+// may carry labels, as in ingest_flushes_total{stream="logins"}.
 func (s *server) metric(name string) float64 {
 	resp, err := http.Get(s.url + "/metrics")
 	check(err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(b)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(b)
 	if m == nil {
 		return 0
 	}
@@ -262,6 +303,8 @@ func (s *server) waitStored(n float64) {
 // ingestRate posts n login attempts from users (Zipf 1.1) to a fresh server
 // on Azurite and returns the attempts stored per second, from the first
 // request to the last entity written, and the write requests per 1,000.
+// It prints the run's timeline: when the posting ended, when the first
+// entity was written, and the login flushes it took.
 func ingestRate(bin, dir, conn string, n, users int, args []string) (rate, requestsPerK float64) {
 	s := startServer(bin, dir, conn, args...)
 	defer s.stop()
@@ -269,12 +312,26 @@ func ingestRate(bin, dir, conn string, n, users int, args []string) (rate, reque
 	cfg.Target, cfg.Events, cfg.LoginsRatio, cfg.Users, cfg.Quiet = s.url, int64(n), 1, users, true
 	cfg.Concurrency, cfg.Batch = 8, 1000
 	start := time.Now()
+	firstRequest, firstWrite := make(chan time.Duration, 1), make(chan time.Duration, 1)
+	go func() {
+		for s.metric("ingest_login_write_requests_total") == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		firstRequest <- time.Since(start)
+		for s.metric("ingest_login_entities_written_total") == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		firstWrite <- time.Since(start)
+	}()
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
+	posted := time.Since(start)
 	// Markers of salted users are entities too: count the attempts only.
 	s.waitStored(float64(rep.EventsAccepted))
 	elapsed := time.Since(start)
 	written, requests := s.metric("ingest_login_entities_written_total"), s.metric("ingest_login_write_requests_total")
+	fmt.Printf("      (posted in %.1f s, first write request at %.1f s, first entity written at %.1f s, all at %.1f s, %.0f login flushes)\n",
+		posted.Seconds(), (<-firstRequest).Seconds(), (<-firstWrite).Seconds(), elapsed.Seconds(), s.metric(`ingest_flushes_total{stream="logins"}`))
 	return float64(rep.EventsAccepted) / elapsed.Seconds(), requests / written * 1000
 }
 
