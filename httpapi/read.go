@@ -55,14 +55,9 @@ func (s *Server) queryLogs(ctx *fasthttp.RequestCtx) {
 func (s *Server) streamLogs(q query.Query, withStats bool) fasthttp.StreamWriter {
 	store := s.deps.Blobs
 	return func(w *bufio.Writer) {
-		var line []byte
 		qctx, cancel := context.WithTimeout(context.Background(), maxQueryTime)
 		defer cancel()
-		st, err := query.Run(qctx, store, q, func(_ []byte, e *logline.Event) error {
-			line = query.AppendNDJSON(line[:0], e)
-			_, err := w.Write(line)
-			return err // a client that went away stops the query
-		})
+		st, err := query.RunNDJSON(qctx, store, q, w) // a client that went away stops the query
 		s.met.blobsSkipped.Add(float64(st.BlobsSkipped))
 		s.met.blobsRead.Add(float64(st.BlobsRead))
 		if err != nil {

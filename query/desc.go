@@ -189,6 +189,8 @@ func (r *runner) descTopBack(ctx context.Context, rr RangeReader, cands []candid
 	br := &backReader{r: r, rr: rr}
 	defer br.close()
 	var li lineInfo
+	var en lineEncoder
+	var enc []byte
 	br.line = func(b *backBlob, line []byte, depth int64, t int64, ok bool) {
 		if ok && top.full() && t < top.h[0].t || !r.f.prefilter(line) {
 			return // older than the k found, or ruled out unparsed
@@ -202,6 +204,10 @@ func (r *runner) descTopBack(ctx context.Context, rr RangeReader, cands []candid
 			return
 		}
 		r.st.LinesMatched++
+		if r.f.ndjson { // kept and handed out encoded, as the read-ahead's
+			enc = en.append(enc[:0], line, &li, msg)
+			line = enc
+		}
 		top.offer(li.t, int64(b.rank)<<44-depth, line, &li)
 	}
 	var open []*backBlob

@@ -8,7 +8,9 @@ import (
 )
 
 // FuzzScanLine: scan accepts exactly the lines logline.Parse accepts,
-// and lineInfo.event gives the same event.
+// lineInfo.event gives the same event, and lineEncoder writes what
+// AppendNDJSON writes for it (with a fresh encoder and with one that has
+// seen the line before).
 func FuzzScanLine(f *testing.F) {
 	for _, s := range []string{
 		"1.0;2026-11-21T18:04:05.1234567Z;error;api;web-1;01JDQ8;\"disk \\\"/var\\\" full; retrying\";{\"user\":\"u1\",\"code\":507}\n",
@@ -18,6 +20,10 @@ func FuzzScanLine(f *testing.F) {
 		"1.0;2026-11-21T18:04:05.1234567Z;info;a;b;c;\"no close;{}\n",
 		"1.0;2026-02-30T25:04:05.1234567Z;info;a;b;c;\"m\";{}\n",
 		"1.0;2026-11-21T18:04:05.1234567Z;7;a;b;c;\"m\";{\n",
+		"1.0;2024-12-31T23:59:60.5000000Z;info;a;b;c;\"leap\";{}\n",
+		"1.0;2026-02-30T10:00:00.0000000Z;info;a;b;c;\"feb 30\";{}\n",
+		"1.0;2026-11-21T18:04:05.1234567Z;info;a\x7f;b\"q;c\\;\"bad \xff utf8 <&>\";{\"ts\": 1, \"a\" : [1, \"x y\"]}\n",
+		"1.0;2026-11-21T18:04:05.1234567Z;info;a;b;c;\"m\";{\"k\":1,}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -43,6 +49,13 @@ func FuzzScanLine(f *testing.F) {
 			!bytes.Equal(got.Host, want.Host) || !bytes.Equal(got.ID, want.ID) || !bytes.Equal(got.Message, want.Message) ||
 			!bytes.Equal(got.Attrs, want.Attrs) || len(got.Attrs) != len(want.Attrs) {
 			t.Fatalf("event\n got %+v\nwant %+v", got, want)
+		}
+		wantJSON := AppendNDJSON(nil, &want)
+		var en lineEncoder
+		for range 2 {
+			if gotJSON := en.append(nil, line, &li, msg); !bytes.Equal(gotJSON, wantJSON) {
+				t.Fatalf("lineEncoder wrote\n%s\nAppendNDJSON\n%s", gotJSON, wantJSON)
+			}
 		}
 	})
 }

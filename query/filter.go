@@ -16,6 +16,7 @@ type filter struct {
 	textRawCheck bool // text can be looked for in the raw line first
 	grep         *regexp.Regexp
 	countOnly    bool // the histogram: time and level are all it needs
+	ndjson       bool // hand out matching lines encoded (RunNDJSON)
 }
 
 // timeOff is where the time field starts in a line ("1.0;").

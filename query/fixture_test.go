@@ -253,10 +253,12 @@ func (f *fixture) want(q Query) []string {
 }
 
 // collect runs q and returns the ids in output order, checking that every
-// line handed out parses to the event handed with it.
+// line handed out parses to the event handed with it, and that RunNDJSON
+// writes exactly those events, encoded.
 func collect(t *testing.T, s blobsink.Store, q Query) ([]string, Stats) {
 	t.Helper()
 	var ids []string
+	var want []byte
 	st, err := Run(context.Background(), s, q, func(line []byte, e *logline.Event) error {
 		if line[len(line)-1] != '\n' {
 			t.Fatalf("line without its newline: %q", line)
@@ -266,10 +268,27 @@ func collect(t *testing.T, s blobsink.Store, q Query) ([]string, Stats) {
 			t.Fatalf("line %q does not match event %+v (%v)", line, e, err)
 		}
 		ids = append(ids, string(e.ID))
+		want = AppendNDJSON(want, e)
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+	var got bytes.Buffer
+	ns := s
+	if c, ok := s.(*countingStore); ok {
+		ns = c.Store // the caller checks which blobs Run opened
+	}
+	nst, err := RunNDJSON(context.Background(), ns, q, &got)
+	if err != nil {
+		t.Fatalf("RunNDJSON: %v", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("RunNDJSON wrote %d bytes (%d lines), Run's events encode to %d (%d lines)",
+			got.Len(), bytes.Count(got.Bytes(), []byte{'\n'}), len(want), len(ids))
+	}
+	if nst.LinesReturned != st.LinesReturned {
+		t.Fatalf("RunNDJSON returned %d lines, Run %d", nst.LinesReturned, st.LinesReturned)
 	}
 	return ids, st
 }

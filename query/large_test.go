@@ -53,7 +53,13 @@ func writeLarge(t testing.TB, s blobsink.Store, svc string, first time.Time, hou
 			attrs = strconv.AppendInt(append(attrs[:0], `{"n":`...), i, 10)
 			attrs = append(attrs, `,"route":"orders"}`...)
 			copy(msg[19:25], strconv.AppendInt(nil, 100000+i%900000, 10))
-			e := logline.Event{Time: hour.Add(time.Duration(i) * step).UnixNano(), Level: logline.Level(1 + i%6),
+			// Levels trace to error in turn, and one line in 100 fatal
+			// (in every writer's blob).
+			lvl := logline.Level(1 + i%5)
+			if i%100 == 98+(i/100)%2 {
+				lvl = logline.LevelFatal
+			}
+			e := logline.Event{Time: hour.Add(time.Duration(i) * step).UnixNano(), Level: lvl,
 				Service: []byte(svc), Host: []byte("web-17"), ID: id, Message: msg, Attrs: attrs}
 			b.block = logline.AppendLine(b.block, &e)
 			b.meta = b.meta.Merge(blobsink.Meta{Start: e.Time, End: e.Time, Levels: logline.LevelSet(0).Add(e.Level), Count: 1})
@@ -197,7 +203,9 @@ func TestReadAheadBudget(t *testing.T) {
 // BenchmarkScan queries one large hour (QUERY_BENCH_MIB, default 256 MiB of
 // ~200-byte lines in two interleaved blobs) from the FileStore: every line
 // is read, parsed and filtered; "all" also sorts and hands out every line,
-// "errors" hands out one in six, "text1pct" one in 100 (by message text). MB/s is decoded line bytes.
+// "ndjson" too and writes each encoded as the HTTP answer does (RunNDJSON), "errors" hands out
+// about one in five (level error and up), "fatal1pct" and "text1pct" one in
+// 100 (by level, by message text). MB/s is decoded line bytes.
 func BenchmarkScan(b *testing.B) {
 	size := int64(256 << 20)
 	if v, err := strconv.ParseInt(os.Getenv("QUERY_BENCH_MIB"), 10, 64); err == nil && v > 0 {
@@ -216,10 +224,15 @@ func BenchmarkScan(b *testing.B) {
 			}
 			n := writeLarge(b, s, "bench", hour, 1, size, 2, c)
 			for _, sub := range []struct {
-				name  string
-				level logline.Level
-				text  string
-			}{{"all", logline.LevelNone, ""}, {"errors", logline.LevelError, ""}, {"text1pct", logline.LevelNone, "77 completed"}} {
+				name   string
+				level  logline.Level
+				text   string
+				ndjson bool
+			}{
+				{"all", logline.LevelNone, "", false}, {"ndjson", logline.LevelNone, "", true},
+				{"errors", logline.LevelError, "", false}, {"fatal1pct", logline.LevelFatal, "", false},
+				{"text1pct", logline.LevelNone, "77 completed", false},
+			} {
 				b.Run(sub.name, func(b *testing.B) {
 					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level, Text: sub.text}
 					var st Stats
@@ -228,13 +241,23 @@ func BenchmarkScan(b *testing.B) {
 					cpu0 := cpuTime()
 					for b.Loop() {
 						start, got := time.Now(), false
-						st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error {
-							if !got {
-								got = true
-								first += time.Since(start)
-							}
-							return nil
-						})
+						if sub.ndjson {
+							st, err = RunNDJSON(context.Background(), s, q, writerFunc(func(p []byte) (int, error) {
+								if !got {
+									got = true
+									first += time.Since(start)
+								}
+								return len(p), nil
+							}))
+						} else {
+							st, err = Run(context.Background(), s, q, func([]byte, *logline.Event) error {
+								if !got {
+									got = true
+									first += time.Since(start)
+								}
+								return nil
+							})
+						}
 						if err != nil || st.LinesScanned != n {
 							b.Fatalf("scanned %d of %d lines: %v", st.LinesScanned, n, err)
 						}
@@ -254,6 +277,11 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// writerFunc is an io.Writer.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // cpuTime is the process's user plus system CPU time.
 func cpuTime() time.Duration {

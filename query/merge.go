@@ -278,6 +278,7 @@ type aheadReader struct {
 	b  *lineBatch
 	li lineInfo
 	sc lineScanner
+	en lineEncoder
 }
 
 // send hands the full batch to advance and takes an empty one: a returned
@@ -337,9 +338,16 @@ func (r *aheadReader) take(line []byte) bool {
 		return true
 	}
 	s.st.LinesMatched++
-	if f.countOnly {
+	switch {
+	case f.countOnly:
 		b.recs = append(b.recs, batchRec{info: r.li})
-	} else {
+	case f.ndjson:
+		// Encoded here, on this blob's goroutine: the merge moves the
+		// answer's bytes instead of the line's.
+		off := len(b.buf)
+		b.buf = r.en.append(b.buf, line, &r.li, msg)
+		b.recs = append(b.recs, batchRec{info: r.li, off: int32(off), n: int32(len(b.buf) - off)})
+	default:
 		b.recs = append(b.recs, batchRec{info: r.li, off: int32(len(b.buf)), n: int32(len(line))})
 		b.buf = append(b.buf, line...)
 	}
@@ -386,6 +394,9 @@ func (r *aheadReader) finish(err error) {
 func (r *runner) flush(ctx context.Context) error {
 	defer r.sort.reset()
 	r.sort.sortByTime()
+	if r.f.ndjson {
+		return r.flushRuns(ctx)
+	}
 	for i := range r.sort.recs {
 		if err := r.emit(ctx, i, r.sort.line(i), &r.sort.recs[i].info); err != nil {
 			return err
@@ -394,18 +405,54 @@ func (r *runner) flush(ctx context.Context) error {
 	return nil
 }
 
-// emit hands a matching line to fn, its event filled from li; i counts
-// the lines of one hand-out, to check ctx now and then. errStop once Limit
-// lines are out.
+// flushRuns hands the sorted, encoded events to fn as runs of events that
+// lie one after another in the buffer (with lines that came in order, whole
+// slabs), up to the Limit.
+func (r *runner) flushRuns(ctx context.Context) error {
+	recs := r.sort.recs
+	if r.q.Limit > 0 {
+		recs = recs[:min(len(recs), r.q.Limit-int(r.st.LinesReturned))]
+	}
+	for i := 0; i < len(recs); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		a := recs[i]
+		end := a.off + a.n
+		j := i + 1
+		for ; j < len(recs) && recs[j].slab == a.slab && recs[j].off == end; j++ {
+			end += recs[j].n
+		}
+		if err := r.fn(r.sort.slabs[a.slab][a.off:end], nil); err != nil {
+			return err
+		}
+		r.st.LinesReturned += int64(j - i)
+		i = j
+	}
+	if r.q.Limit > 0 && r.st.LinesReturned >= int64(r.q.Limit) {
+		return errStop
+	}
+	return nil
+}
+
+// emit hands a matching line to fn, its event filled from li (or, when the
+// read-ahead encoded it, the encoded event alone); i counts the lines of one
+// hand-out, to check ctx now and then. errStop once Limit lines are out.
 func (r *runner) emit(ctx context.Context, i int, line []byte, li *lineInfo) error {
 	if i&1023 == 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	li.event(line, &r.ev, &r.msg)
-	if err := r.fn(line, &r.ev); err != nil {
-		return err
+	if r.f.ndjson {
+		if err := r.fn(line, nil); err != nil {
+			return err
+		}
+	} else {
+		li.event(line, &r.ev, &r.msg)
+		if err := r.fn(line, &r.ev); err != nil {
+			return err
+		}
 	}
 	r.st.LinesReturned++
 	if r.q.Limit > 0 && r.st.LinesReturned >= int64(r.q.Limit) {

@@ -1,7 +1,7 @@
 package query
 
 import (
-	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 
 	"ingest/logline"
@@ -29,15 +29,85 @@ func AppendNDJSON(dst []byte, e *logline.Event) []byte {
 	dst = logline.AppendQuoted(dst, e.ID)
 	dst = append(dst, `,"message":`...)
 	dst = logline.AppendQuoted(dst, e.Message)
-	if len(e.Attrs) > 0 {
+	return appendAttrsEnd(dst, e.Attrs)
+}
+
+// appendAttrsEnd appends the attributes a and closes the object.
+func appendAttrsEnd(dst, a []byte) []byte {
+	if len(a) > 0 {
 		mark := len(dst)
 		var ok bool
-		if dst, ok = appendAttrs(dst, e.Attrs); !ok {
+		if dst, ok = appendAttrs(dst, a); !ok {
 			dst = append(dst[:mark], `,"attrs":`...)
-			dst = logline.AppendQuoted(dst, e.Attrs)
+			dst = logline.AppendQuoted(dst, a)
 		}
 	}
 	return append(dst, '}', '\n')
+}
+
+// lineEncoder writes stored lines as AppendNDJSON writes their events,
+// copying what a line already holds in the answer's form: its time field
+// once a time of the same hour formatted to the same bytes, a message
+// without escapes that is valid UTF-8, and plain service, host and id.
+// One per goroutine.
+type lineEncoder struct {
+	hour [14]byte // a stored "2026-11-21T18:" that AppendTime writes alike; valid when ok
+	ok   bool
+}
+
+// append appends line's event, encoded; li is what scan recorded and msg
+// the message it returned.
+func (en *lineEncoder) append(dst, line []byte, li *lineInfo, msg []byte) []byte {
+	line = trimNL(line)
+	dst = append(dst, `{"ts":"`...)
+	ts := line[timeOff : timeOff+len(logline.TimeLayout)]
+	// Seconds under 60 (60 carries into the next minute) and a known
+	// hour: AppendTime would write the stored bytes.
+	le := binary.LittleEndian
+	if ts[17] <= '5' && en.ok && le.Uint64(ts) == le.Uint64(en.hour[:]) && le.Uint64(ts[6:]) == le.Uint64(en.hour[6:]) {
+		dst = append(dst, ts...)
+	} else {
+		at := len(dst)
+		dst = logline.AppendTime(dst, li.t)
+		if ts[17] <= '5' && string(dst[at:]) == string(ts) {
+			copy(en.hour[:], ts)
+			en.ok = true
+		}
+	}
+	dst = append(dst, `","level":"`...)
+	dst = append(dst, li.level.String()...)
+	dst = append(dst, `","service":`...)
+	dst = appendQuotedShort(dst, line[li.lvlEnd+1:li.svcEnd])
+	dst = append(dst, `,"host":`...)
+	dst = appendQuotedShort(dst, line[li.svcEnd+1:li.hostEnd])
+	dst = append(dst, `,"id":`...)
+	dst = appendQuotedShort(dst, line[li.hostEnd+1:li.idEnd])
+	dst = append(dst, `,"message":`...)
+	if !li.escaped && utf8.Valid(msg) {
+		// scan found no quote, backslash or control character in it:
+		// the stored literal is what AppendQuoted would write.
+		dst = append(dst, line[li.idEnd+1:li.msgEnd]...)
+	} else {
+		dst = logline.AppendQuoted(dst, msg)
+	}
+	attrs := line[li.msgEnd+1:]
+	if len(attrs) == 2 {
+		attrs = attrs[:0]
+	}
+	return appendAttrsEnd(dst, attrs)
+}
+
+// appendQuotedShort is logline.AppendQuoted for short fields that are
+// usually printable ASCII without quotes or backslashes: those are copied.
+func appendQuotedShort(dst, s []byte) []byte {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return logline.AppendQuoted(dst, s)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // appendAttrs appends ,"key":value for each member of the JSON object a.
@@ -96,7 +166,7 @@ func appendAttrs(dst, a []byte) ([]byte, bool) {
 // appendCompact appends the well-formed JSON value v without whitespace
 // outside strings, so a value spread over lines cannot break the NDJSON line.
 func appendCompact(dst, v []byte) []byte {
-	if !bytes.ContainsAny(v, " \t\r\n") {
+	if !hasSpace(v) {
 		return append(dst, v...)
 	}
 	inStr, esc := false, false
@@ -119,6 +189,18 @@ func appendCompact(dst, v []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// hasSpace reports whether v holds a byte up to ' ': in a well-formed JSON
+// value (no raw control characters in its strings) only whitespace, inside
+// or outside strings. Cheaper than bytes.ContainsAny on short values.
+func hasSpace(v []byte) bool {
+	for _, c := range v {
+		if c <= ' ' {
+			return true
+		}
+	}
+	return false
 }
 
 // fixedName reports whether the quoted JSON key names one of the fields

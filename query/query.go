@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -196,6 +197,23 @@ var errStop = errors.New("query limit reached")
 // (returning ctx.Err()) or when fn returns an error (returned as is).
 // Blobs are streamed, never read whole: memory is bounded by q.Config.
 func Run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error) (Stats, error) {
+	return run(ctx, store, q, fn, false)
+}
+
+// RunNDJSON is Run writing each matching event to w as AppendNDJSON encodes
+// it, in the same order. The read-ahead encodes the events, on every core,
+// and w receives them many at a time, always whole, from the calling
+// goroutine. A write error stops the query and is returned as is. The sort
+// buffer (Config.SortBytes) then holds encoded events.
+func RunNDJSON(ctx context.Context, store Store, q Query, w io.Writer) (Stats, error) {
+	return run(ctx, store, q, func(events []byte, _ *logline.Event) error {
+		_, err := w.Write(events)
+		return err
+	}, true)
+}
+
+// run is Run; with ndjson, fn receives runs of encoded events and no event.
+func run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error, ndjson bool) (Stats, error) {
 	var st Stats
 	if err := q.Validate(); err != nil {
 		return st, err
@@ -211,6 +229,7 @@ func Run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logl
 		return st, nil
 	}
 	r := newRunner(store, &q, fn, &st)
+	r.f.ndjson = ndjson
 	err := r.run(ctx)
 	r.decoders.close()
 	if errors.Is(err, errStop) {

@@ -20,11 +20,12 @@ const recSize = 48 // bytes of one rec (unsafe.Sizeof), counted against the budg
 // sorter buffers matching lines, up to budget bytes (lines plus index), and
 // hands them out in time order.
 type sorter struct {
-	budget int
-	slabs  [][]byte // slabs[:used] hold lines; the rest are spare
-	used   int
-	recs   []rec
-	bytes  int // line bytes plus index bytes buffered
+	budget  int
+	slabs   [][]byte // slabs[:used] hold lines; the rest are spare
+	used    int
+	recs    []rec
+	bytes   int  // line bytes plus index bytes buffered
+	jumbled bool // a line was added before an earlier-added later one
 }
 
 // fits reports whether a line of n bytes can be added without passing the
@@ -49,6 +50,9 @@ func (s *sorter) add(line []byte, li *lineInfo) {
 	s.slabs[i] = append(s.slabs[i], line...)
 	if nl {
 		s.slabs[i] = append(s.slabs[i], '\n')
+	}
+	if k := len(s.recs); k > 0 && li.t < s.recs[k-1].info.t {
+		s.jumbled = true
 	}
 	s.recs = append(s.recs, rec{info: *li, slab: int32(i), off: int32(off), n: int32(n)})
 	s.bytes += n + recSize
@@ -78,9 +82,12 @@ func (s *sorter) line(i int) []byte {
 }
 
 // sortByTime orders the lines by time, keeping merge order for equal times.
-// The merged lines are usually sorted already: check that first.
+// The merged lines are usually sorted already (add noted whether they are).
 func (s *sorter) sortByTime() {
-	cmp := func(a, b rec) int {
+	if !s.jumbled {
+		return
+	}
+	slices.SortStableFunc(s.recs, func(a, b rec) int {
 		switch {
 		case a.info.t < b.info.t:
 			return -1
@@ -88,10 +95,8 @@ func (s *sorter) sortByTime() {
 			return 1
 		}
 		return 0
-	}
-	if !slices.IsSortedFunc(s.recs, cmp) {
-		slices.SortStableFunc(s.recs, cmp)
-	}
+	})
+	s.jumbled = false
 }
 
 func (s *sorter) reset() {
@@ -105,4 +110,5 @@ func (s *sorter) reset() {
 	s.used = 0
 	s.recs = s.recs[:0]
 	s.bytes = 0
+	s.jumbled = false
 }

@@ -123,16 +123,15 @@ func runQuery(args []string) error {
 	defer be.close()
 	w := bufio.NewWriterSize(os.Stdout, 256<<10)
 	defer w.Flush()
-	var out []byte
-	st, err := query.Run(ctx, be.blobs, q, func(line []byte, e *logline.Event) error {
-		if *format == "ndjson" {
-			out = query.AppendNDJSON(out[:0], e)
-			_, err := w.Write(out)
+	var st query.Stats
+	if *format == "ndjson" {
+		st, err = query.RunNDJSON(ctx, be.blobs, q, w)
+	} else {
+		st, err = query.Run(ctx, be.blobs, q, func(line []byte, _ *logline.Event) error {
+			_, err := w.Write(line)
 			return err
-		}
-		_, err := w.Write(line)
-		return err
-	})
+		})
+	}
 	if *showStats {
 		fmt.Fprintf(os.Stderr, "prefixes=%d blobs_listed=%d blobs_skipped=%d blobs_read=%d bytes_read=%d lines_scanned=%d lines_matched=%d\n",
 			st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.BytesRead, st.LinesScanned, st.LinesMatched)
