@@ -82,7 +82,7 @@ type Buffer struct {
 	lastFlushErr atomic.Pointer[error]
 	workersWG    sync.WaitGroup
 	schedWG      sync.WaitGroup
-	payloads     sync.Pool // WAL payload buffers
+	records      sync.Pool // *batchRecord: a batch's WAL record in pieces
 }
 
 // stripe is one of the numStripes locks over the keys, so inserts of
@@ -229,15 +229,13 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		b.observe(batch)
 		return nil
 	}
-	p, _ := b.payloads.Get().(*[]byte)
-	if p == nil {
-		p = new([]byte)
+	rec, _ := b.records.Get().(*batchRecord)
+	if rec == nil {
+		rec = new(batchRecord)
 	}
-	*p = encodeBatch((*p)[:0], batch)
-	lsn, err := b.wal.Append(*p, func(lsn uint64) { b.insert(batch, lsn) })
-	if cap(*p) <= 16<<20 {
-		b.payloads.Put(p)
-	}
+	lsn, err := b.wal.AppendParts(rec.encode(batch), func(lsn uint64) { b.insert(batch, lsn) })
+	rec.release()
+	b.records.Put(rec)
 	if err != nil {
 		b.budget.Release(n)
 		if errors.Is(err, wal.ErrClosed) {

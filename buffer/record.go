@@ -25,17 +25,42 @@ func appendStreamKey(dst []byte, stream Stream, key []byte) []byte {
 	return append(dst, key...)
 }
 
-func encodeBatch(dst []byte, b *Batch) []byte {
-	dst = append(dst, recBatch)
-	dst = binary.AppendUvarint(dst, uint64(len(b.groups)))
+// batchRecord is a batch's WAL record in pieces: each group's few header
+// bytes (stream, key, length) in head, and the group's lines where they
+// are, so the lines go to the log without a copy.
+type batchRecord struct {
+	head  []byte
+	ends  []int    // where each group's header ends in head
+	parts [][]byte // head pieces and the groups' data, in record order
+}
+
+// encode lays out b's record: recBatch, the group count, then per group
+// its stream, key and length-prefixed data. The parts point into b.
+func (rec *batchRecord) encode(b *Batch) [][]byte {
+	rec.head = append(rec.head[:0], recBatch)
+	rec.head = binary.AppendUvarint(rec.head, uint64(len(b.groups)))
+	rec.ends = rec.ends[:0]
 	for i := range b.groups {
 		g := &b.groups[i]
-		dst = appendStreamKey(dst, g.Stream, g.Key)
-		dst = binary.AppendUvarint(dst, uint64(len(g.Data)))
-		dst = append(dst, g.Data...)
+		rec.head = appendStreamKey(rec.head, g.Stream, g.Key)
+		rec.head = binary.AppendUvarint(rec.head, uint64(len(g.Data)))
+		rec.ends = append(rec.ends, len(rec.head))
 	}
-	return dst
+	// head is complete: slicing it now is safe.
+	rec.parts = rec.parts[:0]
+	start := 0
+	for i := range b.groups {
+		rec.parts = append(rec.parts, rec.head[start:rec.ends[i]], b.groups[i].Data)
+		start = rec.ends[i]
+	}
+	if len(b.groups) == 0 {
+		rec.parts = append(rec.parts, rec.head)
+	}
+	return rec.parts
 }
+
+// release drops the record's references to the batch's lines.
+func (rec *batchRecord) release() { clear(rec.parts) }
 
 func encodeIntent(stream Stream, key string, first, upTo uint64, stored int, intent []byte) []byte {
 	dst := make([]byte, 0, 40+len(key)+len(intent))

@@ -30,6 +30,11 @@
 // Performance: one writer goroutine owns the file. Appenders hand it their
 // payload and wait; it writes everything queued, calls fdatasync once, then
 // runs each record's onDurable callback in LSN order and wakes the appenders.
+// AppendParts takes a payload in pieces, so a caller need not copy them
+// together: the writer copies each piece once, into its 1 MiB write buffer.
+// (Writing the pieces with writev straight from the callers' memory, no
+// copy at all, cost more system CPU per event on this machine than the
+// copy saved: the kernel reads a small, hot buffer faster.)
 package wal
 
 import (
@@ -87,7 +92,8 @@ func (e *diskError) Is(target error) bool {
 func (e *diskError) Unwrap() error { return e.err }
 
 type request struct {
-	payload   []byte
+	payload   []byte   // the payload, or
+	parts     [][]byte // its pieces (AppendParts)
 	onDurable func(lsn uint64)
 	lsn       uint64
 	err       error
@@ -327,10 +333,24 @@ func (l *Log) rotate() error {
 // onDurable (if not nil) has run. onDurable calls run one at a time, in LSN
 // order, on the writer goroutine: keep them short.
 func (l *Log) Append(payload []byte, onDurable func(lsn uint64)) (uint64, error) {
-	if len(payload) > MaxRecordBytes {
-		return 0, fmt.Errorf("cannot append a %d-byte record to the write-ahead log: the limit is %d", len(payload), MaxRecordBytes)
+	return l.append(&request{payload: payload, onDurable: onDurable}, len(payload))
+}
+
+// AppendParts is Append of the payload that parts make one after another.
+// The log reads parts until AppendParts returns.
+func (l *Log) AppendParts(parts [][]byte, onDurable func(lsn uint64)) (uint64, error) {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
 	}
-	req := &request{payload: payload, onDurable: onDurable, done: l.donePool.Get().(chan struct{})}
+	return l.append(&request{parts: parts, onDurable: onDurable}, n)
+}
+
+func (l *Log) append(req *request, size int) (uint64, error) {
+	if size > MaxRecordBytes {
+		return 0, fmt.Errorf("cannot append a %d-byte record to the write-ahead log: the limit is %d", size, MaxRecordBytes)
+	}
+	req.done = l.donePool.Get().(chan struct{})
 	l.closeMu.RLock()
 	if l.closed || !l.started {
 		l.closeMu.RUnlock()
@@ -404,9 +424,14 @@ func (l *Log) writeGroup(group []*request) error {
 	for _, r := range group {
 		r.lsn = lsn
 		lsn++
-		binary.LittleEndian.PutUint32(hdr[0:4], uint32(len(r.payload)))
 		binary.LittleEndian.PutUint64(hdr[8:16], r.lsn)
+		size := len(r.payload)
 		crc := crc32.Update(crc32.Checksum(hdr[8:16], crcTable), crcTable, r.payload)
+		for _, p := range r.parts {
+			size += len(p)
+			crc = crc32.Update(crc, crcTable, p)
+		}
+		binary.LittleEndian.PutUint32(hdr[0:4], uint32(size))
 		binary.LittleEndian.PutUint32(hdr[4:8], crc)
 		if _, err := l.w.Write(hdr[:]); err != nil {
 			return l.fail(&diskError{"write to the write-ahead log", err})
@@ -414,7 +439,12 @@ func (l *Log) writeGroup(group []*request) error {
 		if _, err := l.w.Write(r.payload); err != nil {
 			return l.fail(&diskError{"write to the write-ahead log", err})
 		}
-		n += headerLen + int64(len(r.payload))
+		for _, p := range r.parts {
+			if _, err := l.w.Write(p); err != nil {
+				return l.fail(&diskError{"write to the write-ahead log", err})
+			}
+		}
+		n += headerLen + int64(size)
 	}
 	if err := l.w.Flush(); err != nil {
 		return l.fail(&diskError{"write to the write-ahead log", err})

@@ -299,3 +299,56 @@ func TestAppliedLSNWaitsForCallbacks(t *testing.T) {
 		t.Fatalf("AppliedLSN = %d after the callback, want 2", got)
 	}
 }
+
+// TestAppendPartsReplaysAsOnePayload: a record appended in pieces replays
+// as their concatenation, beside whole-payload records of the same group,
+// empty pieces and thousands of pieces included.
+func TestAppendPartsReplaysAsOnePayload(t *testing.T) {
+	dir := t.TempDir()
+	l := startLog(t, dir, Options{})
+	many := make([][]byte, 3000)
+	var manyWant []byte
+	for i := range many {
+		many[i] = []byte(fmt.Sprintf("p%d,", i))
+		if i%100 == 0 {
+			many[i] = nil
+		}
+		manyWant = append(manyWant, many[i]...)
+	}
+	records := [][][]byte{
+		{[]byte("head:"), []byte("lines\n"), nil, []byte("more\n")},
+		many,
+		{nil},
+	}
+	want := []string{"head:lines\nmore\n", string(manyWant), "", "whole"}
+	var wg sync.WaitGroup
+	lsns := make([]uint64, len(want))
+	for i, parts := range records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lsn, err := l.AppendParts(parts, nil)
+			if err != nil {
+				t.Errorf("cannot append record %d in parts: %v", i, err)
+			}
+			lsns[i] = lsn
+		}()
+	}
+	wg.Wait()
+	lsns[3] = mustAppend(t, l, []byte("whole"))
+	closeLog(t, l)
+
+	_, payloads := replayAll(t, openLog(t, dir, Options{}))
+	byLSN := map[uint64]string{}
+	for i, p := range payloads {
+		byLSN[uint64(i)+1] = p
+	}
+	if len(payloads) != len(want) {
+		t.Fatalf("replayed %d records, want %d", len(payloads), len(want))
+	}
+	for i, w := range want {
+		if got := byLSN[lsns[i]]; got != w {
+			t.Errorf("record %d (LSN %d) replayed as %.60q (%d bytes), want %.60q (%d bytes)", i, lsns[i], got, len(got), w, len(w))
+		}
+	}
+}
