@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -128,48 +129,8 @@ func TestHistogram(t *testing.T) {
 func testDescReadsTheEnd(t *testing.T, cs *countingStore) {
 	hour := at(16, 0, 0)
 	f := &fixture{hour0: hour}
-	rnd := uint64(1)
-	hex := func() string {
-		rnd = rnd*6364136223846793005 + 1442695040888963407
-		return fmt.Sprintf("%016x%016x", rnd, rnd*0x9e3779b97f4a7c15)
-	}
-	const perBlob = 12000
 	for _, c := range []blobsink.Compression{blobsink.CompressNone, blobsink.CompressZstd, blobsink.CompressGzip} {
-		svc := "end" + string(c)
-		for w := range 2 {
-			type placed struct {
-				e   logline.Event
-				pos float64
-			}
-			var evs []placed
-			for i := range perBlob {
-				n := 2*i + w
-				msg := fmt.Sprintf("request %d took %s", n, hex())
-				if n%37 == 0 {
-					msg += " rare"
-				}
-				e := mkEvent(svc, hour.Add(time.Duration(n)*100*time.Millisecond), logline.Level(n%7), fmt.Sprintf("%s-%05d", svc, n), msg, `{"k":1}`)
-				f.all = append(f.all, e)
-				pos := float64(i)
-				switch {
-				case i%50 == 0:
-					pos += 100.5 // late: stored after newer events
-				case i%70 == 0:
-					pos -= 100.5 // ahead of its time (a clock running fast)
-				}
-				evs = append(evs, placed{e, pos})
-			}
-			slices.SortFunc(evs, func(a, b placed) int { return cmp.Compare(a.pos, b.pos) })
-			var flushes [][]logline.Event
-			for i, p := range evs {
-				if i%300 == 0 {
-					flushes = append(flushes, nil)
-				}
-				flushes[len(flushes)-1] = append(flushes[len(flushes)-1], p.e)
-			}
-			name := blobsink.BlobName(blobsink.HourPrefix(svc, hour), w+1, c)
-			writeBlob(t, cs.Store, name, flushes, true)
-		}
+		writeReordered(t, cs.Store, f, "end"+string(c), hour, 12000, c)
 	}
 	for _, c := range []struct {
 		name  string
@@ -219,5 +180,128 @@ func testDescReadsTheEnd(t *testing.T, cs *countingStore) {
 				t.Logf("read %d of %d stored bytes (%d lines scanned)", st.BytesRead, size, st.LinesScanned)
 			})
 		}
+	}
+}
+
+// writeReordered writes two interleaved writers' blobs of perBlob lines of
+// about 250 bytes (one line every 100 ms between them, from hour on) for
+// svc, with every 50th line stored 100 lines late and every 70th 100 lines
+// early (under 32 KiB from its place in time order), in flushes of 300
+// lines; one message in 37 holds "rare". The events go to f.all.
+func writeReordered(t *testing.T, s blobsink.Store, f *fixture, svc string, hour time.Time, perBlob int, c blobsink.Compression) {
+	t.Helper()
+	rnd := uint64(1)
+	hex := func() string {
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		return fmt.Sprintf("%016x%016x", rnd, rnd*0x9e3779b97f4a7c15)
+	}
+	for w := range 2 {
+		type placed struct {
+			e   logline.Event
+			pos float64
+		}
+		var evs []placed
+		for i := range perBlob {
+			n := 2*i + w
+			msg := fmt.Sprintf("request %d took %s", n, hex())
+			if n%37 == 0 {
+				msg += " rare"
+			}
+			e := mkEvent(svc, hour.Add(time.Duration(n)*100*time.Millisecond), logline.Level(n%7), fmt.Sprintf("%s-%05d", svc, n), msg, `{"k":1}`)
+			f.all = append(f.all, e)
+			pos := float64(i)
+			switch {
+			case i%50 == 0:
+				pos += 100.5 // late: stored after newer events
+			case i%70 == 0:
+				pos -= 100.5 // ahead of its time (a clock running fast)
+			}
+			evs = append(evs, placed{e, pos})
+		}
+		slices.SortFunc(evs, func(a, b placed) int { return cmp.Compare(a.pos, b.pos) })
+		var flushes [][]logline.Event
+		for i, p := range evs {
+			if i%300 == 0 {
+				flushes = append(flushes, nil)
+			}
+			flushes[len(flushes)-1] = append(flushes[len(flushes)-1], p.e)
+		}
+		writeBlob(t, s, blobsink.BlobName(blobsink.HourPrefix(svc, hour), w+1, c), flushes, true)
+	}
+}
+
+// gatedStore serves the first gate bytes of each blob it opens, and the
+// rest only once the gate opens.
+type gatedStore struct {
+	blobsink.Store
+	gate   int64
+	opened chan struct{}
+}
+
+func (g *gatedStore) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	rc, err := g.Store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedReader{ReadCloser: rc, left: g.gate, opened: g.opened}, nil
+}
+
+type gatedReader struct {
+	io.ReadCloser
+	left   int64
+	opened chan struct{}
+}
+
+func (r *gatedReader) Read(p []byte) (int, error) {
+	if r.left <= 0 {
+		<-r.opened
+		return r.ReadCloser.Read(p)
+	}
+	n, err := r.ReadCloser.Read(p[:min(int64(len(p)), r.left)])
+	r.left -= int64(n)
+	return n, err
+}
+
+// testFirstBeforeTheEnd: oldest first, a selective query hands its first
+// events out as soon as no blob can still hold an older match, not at the
+// end of the hour. The store serves only the first 512 KiB of each 2.9 MB
+// blob until the first event is out (or, failing that, until 20 s have
+// passed, so a query that waits for the whole hour fails instead of
+// hanging); with events stored up to 32 KiB from their place in time
+// order, the answer is still exactly in time order.
+func testFirstBeforeTheEnd(t *testing.T, s blobsink.Store) {
+	hour := at(16, 0, 0)
+	f := &fixture{hour0: hour}
+	writeReordered(t, s, f, "first", hour, 12000, blobsink.CompressNone)
+	for _, c := range []struct {
+		name  string
+		level logline.Level
+		text  string
+	}{{"Text", logline.LevelNone, "rare"}, {"Level", logline.LevelFatal, ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			g := &gatedStore{Store: s, gate: 512 << 10, opened: make(chan struct{})}
+			timer := time.AfterFunc(20*time.Second, func() { close(g.opened) })
+			q := Query{Services: []string{"first"}, From: hour, To: hour.Add(time.Hour), Level: c.level, Text: c.text,
+				Config: Config{ReorderBytes: 64 << 10}}
+			var got []string
+			early := false
+			st, err := Run(context.Background(), g, q, func(_ []byte, e *logline.Event) error {
+				if len(got) == 0 && timer.Stop() {
+					early = true
+					close(g.opened)
+				}
+				got = append(got, string(e.ID))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := f.want(q); len(want) == 0 || !slices.Equal(got, want) || st.LinesOutOfOrder != 0 {
+				t.Fatalf("got %d events (%d out of order), want %d\n got %v\nwant %v", len(got), st.LinesOutOfOrder, len(want), head(got), head(want))
+			}
+			if !early {
+				t.Fatal("the first event waited for more than the first 512 KiB of each blob")
+			}
+		})
 	}
 }

@@ -26,14 +26,20 @@
 // requested service are read as concurrently open streams merged by time
 // (container/heap); a blob is opened only once the merge reaches its
 // StartTime, so blobs one writer filled one after another are not open
-// together. A blob is sorted within one flush but not across flushes (a
+// together. A blob holds its lines in the order they arrived, not sorted (a
 // client may send old events late), so the merged, matching lines of an hour
 // go into a sort buffer of Config.SortBytes (default 16 MiB) and are sorted
-// before they are handed out: output is exactly in time order (equal times
-// in merge order, which is deterministic) whenever an hour's matching lines fit that buffer. When they do
-// not, each full buffer is sorted and handed out in turn; only an event
-// written out of order across flushes whose neighbours fall into another
-// buffer can then come out of place.
+// before they are handed out. A line is handed out as soon as nothing not
+// yet merged can be older (merge.go, release): a blob not opened yet is
+// bounded by its StartTime, an open blob by the newest line its read-ahead
+// read more than Config.ReorderBytes (default 16 MiB) before where the
+// merge is in it (lineBatch.low), since an event is taken to be stored at
+// most that far from its place in time order. A blob with no matching line
+// yet takes part in the merge by that bound alone. Output is exactly in time
+// order (equal times in merge order, which is deterministic) whenever no
+// event is stored further than that from its place and each full sort
+// buffer holds the lines it must; an event that is not comes out late and
+// is counted (Stats.LinesOutOfOrder).
 //
 // Query.Desc hands out the newest events first, and RunHistogram counts
 // events per interval and level without handing any out (see desc.go and

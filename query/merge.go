@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
 	"ingest/blobsink"
+	"ingest/logline"
 )
 
 // stream is one open blob, positioned on its next matching line (head).
@@ -27,6 +29,12 @@ type stream struct {
 	info lineInfo // head's fields
 	head []byte
 	t    int64
+	// low bounds the lines not yet merged (head included) from below,
+	// under the reorder bound: the low of the batch being taken.
+	low int64
+	// pending: no line yet, only low (the read-ahead is scanning lines
+	// that do not match); the merge orders the stream by low meanwhile.
+	pending bool
 
 	feed   chan *lineBatch // matching lines, in blob order; closed at the end
 	free   chan *lineBatch // batches handed back for reuse
@@ -44,6 +52,10 @@ type stream struct {
 type lineBatch struct {
 	buf  []byte
 	recs []batchRec
+	// low: no line of the blob from this batch's first on is older, under
+	// the reorder bound (the blob's StartTime, or the newest line read
+	// more than Config.ReorderBytes before the batch began).
+	low int64
 }
 
 type batchRec struct {
@@ -56,6 +68,11 @@ type batchRec struct {
 // query's read-ahead budget (Config.ReadAheadBytes, shared by its open blobs)
 // has room: a few busy blobs read well ahead, many open blobs do not
 // multiply the memory.
+//
+// A batch with lines in it is also sent once a quarter of ReorderBytes (64
+// KiB to 1 MiB) of the blob have been scanned since it began: a selective
+// query's lines reach the merge, and its bound (lineBatch.low) moves,
+// without waiting for 128 KiB of matches.
 const (
 	batchBytes       = 128 << 10
 	maxBatchRecs     = 4096 // a counting pass copies no lines: bound its records
@@ -91,6 +108,7 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 	// Open blobs in StartTime order, each only once the merge reaches its
 	// StartTime: a writer's consecutive blobs are then never open together.
 	sortByStart(cands)
+	r.nextRelease = 0
 	var h streamHeap
 	defer func() {
 		for _, s := range h {
@@ -108,7 +126,7 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 			if s == nil {
 				continue
 			}
-			if ok, err := r.advance(s); err != nil {
+			if ok, err := r.advanceOrLow(s); err != nil {
 				r.close(s)
 				return err
 			} else if !ok {
@@ -126,13 +144,36 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 			}
 		}
 		s := h[0]
+		if s.pending {
+			// Nothing to merge from s before it has a line: hand out what
+			// is certain, then wait for its next line or a higher low.
+			if err := r.release(ctx, h, cands[next:]); err != nil {
+				return err
+			}
+			if ok, err := r.advanceOrLow(s); err != nil {
+				return err
+			} else if ok {
+				heap.Fix(&h, 0)
+			} else {
+				heap.Pop(&h)
+				r.close(s)
+			}
+			continue
+		}
 		if !r.sort.fits(len(s.head)) {
 			if err := r.flush(ctx); err != nil {
 				return err
 			}
 		}
 		r.sort.add(s.head, &s.info)
-		ok, err := r.advance(s)
+		// Hand out what is certain before waiting for this blob's next
+		// line, and now and then anyway.
+		if len(r.sort.recs) >= r.nextRelease || s.waiting() {
+			if err := r.release(ctx, h, cands[next:]); err != nil {
+				return err
+			}
+		}
+		ok, err := r.advanceOrLow(s)
 		if err != nil {
 			return err
 		}
@@ -144,6 +185,40 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 		}
 	}
 	return r.flush(ctx)
+}
+
+// release hands out the buffered lines older than anything not yet merged
+// can be: every open blob's low and the StartTime of the next blob to open
+// bound that from below. So the first lines of a selective query go out
+// once each open blob has been read --query-reorder-bytes past them, not at
+// the end of the hour.
+func (r *runner) release(ctx context.Context, h streamHeap, unopened []candidate) error {
+	r.nextRelease = len(r.sort.recs) + max(64, len(r.sort.recs)/2)
+	bound := int64(math.MaxInt64)
+	if len(unopened) > 0 {
+		bound = unopened[0].start
+	}
+	for _, s := range h {
+		bound = min(bound, s.low)
+	}
+	if len(r.sort.recs) == 0 || r.sort.oldest >= bound {
+		return nil
+	}
+	r.sort.sortByTime()
+	n, _ := slices.BinarySearchFunc(r.sort.recs, bound, func(rc rec, t int64) int { return cmp.Compare(rc.info.t, t) })
+	for i := range n {
+		if err := r.emit(ctx, i, r.sort.line(i), &r.sort.recs[i].info); err != nil {
+			return err
+		}
+	}
+	r.sort.drop(n)
+	r.nextRelease = len(r.sort.recs) + max(64, len(r.sort.recs)/2)
+	return nil
+}
+
+// waiting reports whether advance would wait for the blob's read-ahead.
+func (s *stream) waiting() bool {
+	return (s.cur == nil || s.pos >= len(s.cur.recs)) && len(s.feed) == 0
 }
 
 // sortByStart orders an hour's candidates by StartTime, then name: the
@@ -180,12 +255,12 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 		r.st.BlobsDamaged++
 		return nil, nil
 	}
-	s := &stream{name: c.name, seq: seq, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
+	s := &stream{name: c.name, seq: seq, low: c.start, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
 		feed: make(chan *lineBatch, batchesPerStream), free: make(chan *lineBatch, batchesPerStream),
 		budget: r.budget, stop: make(chan struct{}), exited: make(chan struct{})}
 	s.free <- &lineBatch{}
 	f := r.f
-	go s.readAhead(&f)
+	go s.readAhead(&f, int64(r.cfg.ReorderBytes))
 	return s, nil
 }
 
@@ -213,11 +288,22 @@ func (r *runner) close(s *stream) {
 // returned.
 func (r *runner) advance(s *stream) (bool, error) {
 	for {
+		ok, err := r.advanceOrLow(s)
+		if err != nil || !ok || !s.pending {
+			return ok, err
+		}
+	}
+}
+
+// advanceOrLow is advance, but it also returns, with s.pending set and
+// s.t = s.low, when the read-ahead sent no line, only a higher low.
+func (r *runner) advanceOrLow(s *stream) (bool, error) {
+	for {
 		if b := s.cur; b != nil {
 			if s.pos < len(b.recs) {
 				rec := b.recs[s.pos]
 				s.pos++
-				s.head, s.t, s.info = b.buf[rec.off:rec.off+rec.n], rec.info.t, rec.info
+				s.head, s.t, s.info, s.pending = b.buf[rec.off:rec.off+rec.n], rec.info.t, rec.info, false
 				return true, nil
 			}
 			b.buf, b.recs = b.buf[:0], b.recs[:0]
@@ -228,22 +314,27 @@ func (r *runner) advance(s *stream) (bool, error) {
 		if !ok {
 			return false, s.err
 		}
-		s.cur, s.pos = b, 0
+		s.cur, s.pos, s.low = b, 0, b.low
+		if len(b.recs) == 0 {
+			s.head, s.t, s.pending = nil, s.low, true
+			return true, nil
+		}
 	}
 }
 
 // readAhead reads, decompresses and filters the blob's lines into batches
 // for advance, until the blob ends or the stream is stopped. It touches only
 // the stream's own fields.
-func (s *stream) readAhead(f *filter) {
+func (s *stream) readAhead(f *filter, reorder int64) {
 	defer close(s.exited)
 	defer close(s.feed)
-	r := aheadReader{s: s, f: f}
+	r := aheadReader{s: s, f: f, w: reorder, low: s.low, every: max(reorder/64, 4<<10), early: min(max(reorder/4, 64<<10), 1<<20)}
 	select {
 	case r.b = <-s.free:
 	case <-s.stop:
 		return
 	}
+	r.b.low = s.low
 	// With a text that is looked for on the raw line, whole buffers of
 	// lines are searched for it at once and only the lines holding it are
 	// looked at: most lines of a selective query are never split out.
@@ -251,7 +342,8 @@ func (s *stream) readAhead(f *filter) {
 	for {
 		if bulk {
 			if blk := s.lr.block(); len(blk) > 0 {
-				if !r.takeHolding(blk) {
+				r.sample(blk)
+				if !r.takeHolding(blk) || !r.sendEarly() {
 					return
 				}
 				continue
@@ -262,12 +354,51 @@ func (s *stream) readAhead(f *filter) {
 			r.finish(err)
 			return
 		}
+		r.sample(line)
 		s.st.LinesScanned++
 		s.st.BytesDecoded += int64(len(line))
-		if !r.take(line) {
+		if !r.take(line) || !r.sendEarly() {
 			return
 		}
 	}
+}
+
+// sample notes the time of the line starting at the current position, one
+// line in every r.every bytes, for the reorder bound.
+func (r *aheadReader) sample(line []byte) {
+	at := r.s.st.BytesDecoded
+	if at < r.next {
+		return
+	}
+	r.next = at + r.every
+	const end = timeOff + len(logline.TimeLayout)
+	if len(line) > end {
+		if t, ok := r.sc.time(line[timeOff:end]); ok {
+			r.samples = append(r.samples, timeSample{at: at, t: t})
+		}
+	}
+}
+
+// bound is the low of a batch that begins now: the newest line sampled
+// more than r.w bytes back, or the blob's StartTime.
+func (r *aheadReader) bound() int64 {
+	n := 0
+	for _, sm := range r.samples {
+		if sm.at >= r.s.st.BytesDecoded-r.w {
+			break
+		}
+		r.low = max(r.low, sm.t)
+		n++
+	}
+	r.samples = append(r.samples[:0], r.samples[n:]...)
+	return r.low
+}
+
+// sendEarly sends the batch once r.early bytes have been scanned since it
+// began, even with no line in it (then only its low tells the merge how far
+// the blob is); false when the stream must stop.
+func (r *aheadReader) sendEarly() bool {
+	return r.s.st.BytesDecoded-r.began < r.early || r.send()
 }
 
 // aheadReader is one blob's read-ahead goroutine: the batch it fills and
@@ -279,12 +410,30 @@ type aheadReader struct {
 	li lineInfo
 	sc lineScanner
 	en lineEncoder
+
+	// The reorder bound (see lineBatch.low): line times sampled every
+	// `every` bytes, folded into low once r.w bytes behind.
+	w, every, next int64
+	early          int64 // scanned bytes after which a batch with lines goes
+	samples        []timeSample
+	low            int64
+	began          int64 // where the batch being filled began
 }
+
+type timeSample struct{ at, t int64 }
 
 // send hands the full batch to advance and takes an empty one: a returned
 // one, else one more from the query's read-ahead budget, else it waits for
 // one to come back. False when the stream must stop.
 func (r *aheadReader) send() bool {
+	if !r.swap() {
+		return false
+	}
+	r.b.low, r.began = r.bound(), r.s.st.BytesDecoded
+	return true
+}
+
+func (r *aheadReader) swap() bool {
 	s := r.s
 	select {
 	case s.feed <- r.b:
@@ -413,6 +562,12 @@ func (r *runner) flushRuns(ctx context.Context) error {
 	if r.q.Limit > 0 {
 		recs = recs[:min(len(recs), r.q.Limit-int(r.st.LinesReturned))]
 	}
+	for _, rc := range recs {
+		if rc.info.t < r.lastT {
+			r.st.LinesOutOfOrder++
+		}
+		r.lastT = rc.info.t
+	}
 	for i := 0; i < len(recs); {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -444,6 +599,10 @@ func (r *runner) emit(ctx context.Context, i int, line []byte, li *lineInfo) err
 			return err
 		}
 	}
+	if r.q.Desc && li.t > r.lastT || !r.q.Desc && li.t < r.lastT {
+		r.st.LinesOutOfOrder++
+	}
+	r.lastT = li.t
 	if r.f.ndjson {
 		if err := r.fn(line, nil); err != nil {
 			return err

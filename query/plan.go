@@ -43,14 +43,19 @@ type runner struct {
 
 	budget chan struct{} // read-ahead batches beyond one per open blob (see stream)
 
-	hourStart time.Time // the hour walkDesc is in
+	hourStart   time.Time // the hour walkDesc is in
+	nextRelease int       // buffered lines at which hour next tries to release some
+	lastT       int64     // the last time handed out
 
 	decoders decoders
 }
 
 func newRunner(store Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
 	cfg := q.Config.withDefaults()
-	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}}
+	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}, lastT: math.MinInt64}
+	if q.Desc {
+		r.lastT = math.MaxInt64
+	}
 	r.budget = make(chan struct{}, cfg.ReadAheadBytes/batchBytes)
 	for range cap(r.budget) {
 		r.budget <- struct{}{}

@@ -186,6 +186,10 @@ type Stats struct {
 	LinesBad      int64 // not a valid line (e.g. a torn tail), skipped
 	LinesMatched  int64 // passed every filter
 	LinesReturned int64 // handed to fn (fewer than matched when Limit stops the query)
+	// LinesOutOfOrder were handed out after a line they precede in time:
+	// stored further from their place in time order than
+	// Config.ReorderBytes, or than one sort buffer holds.
+	LinesOutOfOrder int64
 }
 
 // errStop ends a query early without an error (Limit reached).

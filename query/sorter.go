@@ -24,8 +24,9 @@ type sorter struct {
 	slabs   [][]byte // slabs[:used] hold lines; the rest are spare
 	used    int
 	recs    []rec
-	bytes   int  // line bytes plus index bytes buffered
-	jumbled bool // a line was added before an earlier-added later one
+	bytes   int   // line bytes plus index bytes buffered
+	jumbled bool  // a line was added before an earlier-added later one
+	oldest  int64 // the oldest time in recs
 }
 
 // fits reports whether a line of n bytes can be added without passing the
@@ -53,6 +54,9 @@ func (s *sorter) add(line []byte, li *lineInfo) {
 	}
 	if k := len(s.recs); k > 0 && li.t < s.recs[k-1].info.t {
 		s.jumbled = true
+	}
+	if len(s.recs) == 0 || li.t < s.oldest {
+		s.oldest = li.t
 	}
 	s.recs = append(s.recs, rec{info: *li, slab: int32(i), off: int32(off), n: int32(n)})
 	s.bytes += n + recSize
@@ -97,6 +101,17 @@ func (s *sorter) sortByTime() {
 		return 0
 	})
 	s.jumbled = false
+}
+
+// drop forgets the first n lines, handed out after sortByTime; their bytes
+// stay counted until the buffer empties.
+func (s *sorter) drop(n int) {
+	if n == len(s.recs) {
+		s.reset()
+		return
+	}
+	s.recs = append(s.recs[:0], s.recs[n:]...)
+	s.oldest = s.recs[0].info.t
 }
 
 func (s *sorter) reset() {

@@ -133,8 +133,8 @@ func runQuery(args []string) error {
 		})
 	}
 	if *showStats {
-		fmt.Fprintf(os.Stderr, "prefixes=%d blobs_listed=%d blobs_skipped=%d blobs_read=%d bytes_read=%d lines_scanned=%d lines_matched=%d\n",
-			st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.BytesRead, st.LinesScanned, st.LinesMatched)
+		fmt.Fprintf(os.Stderr, "prefixes=%d blobs_listed=%d blobs_skipped=%d blobs_read=%d bytes_read=%d lines_scanned=%d lines_matched=%d lines_out_of_order=%d\n",
+			st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.BytesRead, st.LinesScanned, st.LinesMatched, st.LinesOutOfOrder)
 	}
 	return err
 }
