@@ -8,10 +8,12 @@ import (
 
 // This file is a small JSON scanner built for the event hot path. It walks
 // a line once, with no value tree and no copy of the input: strings without
-// escapes are handed out as sub-slices of the body, and attribute values are
-// re-emitted compactly straight into the attrs buffer. A general-purpose
-// parser (fastjson was the first version) spent half its time building and
-// resetting a tree the event then read once, and copied every line.
+// escapes are handed out as sub-slices of the body, attribute members that
+// are already compact valid JSON are copied into the attrs buffer whole (a
+// run of neighbours at a time), and only the others are re-emitted. A
+// general-purpose parser (fastjson was the first version) spent half its
+// time building and resetting a tree the event then read once, and copied
+// every line.
 //
 // It follows RFC 8259 with a few allowances real log shippers need: invalid
 // UTF-8 and raw control characters inside strings are accepted (and written
