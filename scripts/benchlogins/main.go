@@ -342,8 +342,8 @@ func tailLatency(bin, dir, conn string, attempts, others, reads int) {
 	s := startServer(bin, dir, conn)
 	defer s.stop()
 	post := func(user string, n, perSecond int) {
-		start := time.Now()
 		for i := 0; i < n; i += 100 {
+			start := time.Now()
 			var body bytes.Buffer
 			for j := i; j < min(i+100, n); j++ {
 				fmt.Fprintf(&body, `{"user":%q,"success":false,"ip":"198.51.100.7","ua":"Mozilla/5.0 (X11; Linux x86_64)","id":"%s-%d"}`+"\n", user, user, j)
@@ -356,7 +356,11 @@ func tailLatency(bin, dir, conn string, attempts, others, reads int) {
 				check(fmt.Errorf("POST /v1/logins = %d", resp.StatusCode))
 			}
 			if perSecond > 0 {
-				time.Sleep(time.Until(start.Add(time.Duration(i+100) * time.Second / time.Duration(perSecond))))
+				// Paced from each post, never catching up on a schedule: a
+				// loaded machine that delays posts must not send the next
+				// ones in a burst over --hot-user-rate, which would salt
+				// the user meant to stay in one bucket.
+				time.Sleep(time.Until(start.Add(100 * time.Second / time.Duration(perSecond))))
 			}
 		}
 	}
