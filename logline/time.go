@@ -15,18 +15,8 @@ const timeLen = len(TimeLayout)
 // It does the calendar arithmetic itself because time.AppendFormat costs
 // several times more on the per-event path.
 func AppendTime(dst []byte, unixNano int64) []byte {
-	secs := unixNano / 1e9
-	frac := unixNano % 1e9
-	if frac < 0 {
-		secs--
-		frac += 1e9
-	}
-	days := secs / 86400
-	sod := secs % 86400
-	if sod < 0 {
-		days--
-		sod += 86400
-	}
+	secs, frac := floorDiv(unixNano, 1e9)
+	days, sod := floorDiv(secs, 86400)
 	y, m, d := civilFromDays(days)
 	if y < 0 || y > 9999 {
 		return time.Unix(0, unixNano).UTC().AppendFormat(dst, TimeLayout)
@@ -57,18 +47,8 @@ func AppendTime(dst []byte, unixNano int64) []byte {
 // minute of the previous call it rewrites only the seconds and ticks of the
 // remembered stamp.
 func (enc *Encoder) AppendTime(dst []byte, unixNano int64) []byte {
-	secs := unixNano / 1e9
-	frac := unixNano % 1e9
-	if frac < 0 {
-		secs--
-		frac += 1e9
-	}
-	minute := secs / 60
-	sec := secs % 60
-	if sec < 0 {
-		minute--
-		sec += 60
-	}
+	secs, frac := floorDiv(unixNano, 1e9)
+	minute, sec := floorDiv(secs, 60)
 	if !enc.ok || minute != enc.minute {
 		b := AppendTime(enc.stamp[:0], unixNano)
 		if len(b) != timeLen { // a year outside 0..9999: not cached
@@ -88,6 +68,17 @@ func (enc *Encoder) AppendTime(dst []byte, unixNano int64) []byte {
 	put2(b[22:], int(ticks%100))
 	put2(b[20:], int(ticks/100))
 	return append(dst, b[:]...)
+}
+
+// floorDiv divides a by b > 0 rounding down, so that a time before 1970
+// still gets a remainder in [0, b).
+func floorDiv(a, b int64) (q, r int64) {
+	q, r = a/b, a%b
+	if r < 0 {
+		q--
+		r += b
+	}
+	return q, r
 }
 
 // civilFromDays converts days since 1970-01-01 to a proleptic Gregorian date
