@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,12 +114,8 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 	if rate <= 0 {
 		check(fmt.Errorf("cannot run the plain client under load: ingest --storage took no events under load"))
 	}
-	data, err := os.MkdirTemp(b.dir, "data-")
-	check(err)
-	defer os.RemoveAll(data)
-	srv, err := b.serve("--data-dir", data, "--ack", "wal", "--log-level", "warn")
-	check(err)
-	defer srv.Kill()
+	srv, cleanup := b.serveFresh("--ack", "wal")
+	defer cleanup()
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Rate = srv.URL, 1000, b.o.openConns, rate
 	cfg.Duration = rawLoadDelay + b.o.duration + time.Second
@@ -143,7 +138,7 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 		// reads low.
 		fmt.Fprintf(stderr, "bench:     warning: the load fell %.0f%% short of ingest's; this round's under-load ratio is unfavourable to ingest\n", 100*(1-rep.EventsPerSec/rate))
 	}
-	_, err = srv.Stop(time.Minute)
+	_, err := srv.Stop(time.Minute)
 	check(err)
 	return out
 }
@@ -155,12 +150,8 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 // it drains what it buffered with no client (the sink alone against
 // Azurite, as the plain client was).
 func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
-	data, err := os.MkdirTemp(b.dir, "data-")
-	check(err)
-	defer os.RemoveAll(data)
-	srv, err := b.serve("--data-dir", data, "--storage", conn, "--container", "bench-ingest", "--ack", "wal", "--log-level", "warn")
-	check(err)
-	defer srv.Kill()
+	srv, cleanup := b.serveFresh("--storage", conn, "--container", "bench-ingest", "--ack", "wal")
+	defer cleanup()
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration = srv.URL, 1000, b.o.concurrency, b.o.duration
 	cfg.EventSize, cfg.LoginsRatio, cfg.Quiet = b.o.eventSize, 0, true

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"ingest/loadtest"
@@ -44,13 +43,8 @@ const openWarmUp = 3 * time.Second
 // loadRun starts a fresh ingest (embedded, or on Azure storage with
 // extra args) and drives it with the load generator; rate 0 is closed loop.
 func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []string) result {
-	data, err := os.MkdirTemp(b.dir, "data-")
-	check(err)
-	defer os.RemoveAll(data)
-	args := append([]string{"--data-dir", data, "--ack", ack, "--log-level", "warn"}, extra...)
-	srv, err := b.serve(args...)
-	check(err)
-	defer srv.Kill()
+	srv, cleanup := b.serveFresh(append([]string{"--ack", ack}, extra...)...)
+	defer cleanup()
 
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration, cfg.Rate = srv.URL, batch, conns, b.o.duration, rate

@@ -180,19 +180,15 @@ func (b *bench) lowCost() {
 }
 
 func (b *bench) lowCostIngest(l load) result {
-	data, err := os.MkdirTemp(b.dir, "data-")
-	check(err)
-	defer os.RemoveAll(data)
-	srv, err := b.serve("--data-dir", data, "--ack", "wal", "--log-level", "warn")
-	check(err)
-	defer srv.Kill()
+	srv, cleanup := b.serveFresh("--ack", "wal")
+	defer cleanup()
 	l.addr = srv.URL[len("http://"):]
 	l.uri = srv.URL + "/v1/logs"
 	out, res := measure(l, srv.Cmd.Process.Pid)
 	if res.ok > 0 && !bytes.Contains(res.firstBody, fmt.Appendf(nil, `"accepted":%d`, l.events)) {
 		check(fmt.Errorf("ingest did not accept every event of the low-cost body: %s", res.firstBody))
 	}
-	_, err = srv.Stop(time.Minute)
+	_, err := srv.Stop(time.Minute)
 	check(err)
 	return out
 }

@@ -115,6 +115,22 @@ func (b *bench) serve(args ...string) (*ingestexec.Process, error) {
 	return ingestexec.Serve(b.bin, 0, os.Stderr, append(args, b.o.serveArgs...)...)
 }
 
+// serveFresh starts ingest serve on a data directory of its own with
+// warnings only, plus args; cleanup kills it and removes the directory.
+func (b *bench) serveFresh(args ...string) (srv *ingestexec.Process, cleanup func()) {
+	data, err := os.MkdirTemp(b.dir, "data-")
+	check(err)
+	srv, err = b.serve(append([]string{"--data-dir", data, "--log-level", "warn"}, args...)...)
+	if err != nil {
+		os.RemoveAll(data)
+		check(err)
+	}
+	return srv, func() {
+		srv.Kill()
+		os.RemoveAll(data)
+	}
+}
+
 func checkPeer(flag, path string) error {
 	if path == "" {
 		return nil
