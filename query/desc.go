@@ -162,7 +162,7 @@ func (r *runner) descTop(ctx context.Context, cands []candidate, k int) (done bo
 		return 1
 	})
 	for i := range top.h {
-		if err := r.emit(ctx, i, top.h[i].line, &top.h[i].info); err != nil {
+		if err := r.emit(ctx, i, top.h[i].line, trimNL(top.h[i].line), &top.h[i].info); err != nil {
 			return true, err
 		}
 	}
@@ -344,7 +344,7 @@ func (r *runner) descWindow(ctx context.Context, cands []candidate, lo, hi int64
 	defer r.sort.reset()
 	r.sort.sortByTime()
 	for i := len(r.sort.recs) - 1; i >= 0; i-- {
-		if err := r.emit(ctx, i, r.sort.line(i), &r.sort.recs[i].info); err != nil {
+		if err := r.emitSorted(ctx, i); err != nil {
 			return err
 		}
 	}

@@ -246,10 +246,9 @@ func levelOf(b []byte) (logline.Level, bool) {
 	return logline.ParseLevel(b)
 }
 
-// event fills e from a line scan accepted, as logline.Parse would;
-// an escaped message is unquoted into *scratch.
+// event fills e from a line scan accepted (without its '\n'), as
+// logline.Parse would; an escaped message is unquoted into *scratch.
 func (li *lineInfo) event(line []byte, e *logline.Event, scratch *[]byte) {
-	line = trimNL(line)
 	e.Time, e.Level = li.t, li.level
 	e.Service = line[li.lvlEnd+1 : li.svcEnd]
 	e.Host = line[li.svcEnd+1 : li.hostEnd]
