@@ -38,18 +38,7 @@ func TestIngestPathAllocsPerEvent(t *testing.T) {
 			f := newFixture(t, Config{}, bcfg)
 			var ctx fasthttp.RequestCtx
 			post := func(body []byte) func() {
-				return func() {
-					ctx.Request.Reset()
-					ctx.Response.Reset()
-					ctx.Request.Header.SetMethod("POST")
-					ctx.Request.SetRequestURI("/v1/logs")
-					ctx.Request.Header.SetContentType("application/x-ndjson")
-					ctx.Request.SetBody(body)
-					f.srv.handle(&ctx)
-					if ctx.Response.StatusCode() != 202 {
-						t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
-					}
-				}
+				return func() { postNDJSON(t, f, &ctx, body) }
 			}
 			small, large := post(ndjsonBody(10)), post(ndjsonBody(1000))
 			for range 5 { // warm up pools and scratch buffers
@@ -71,32 +60,7 @@ func TestIngestPathAllocsPerEvent(t *testing.T) {
 // BenchmarkIngestPathServices is BenchmarkIngestPath with the events of a
 // request spread over 8 services, one after another, the way the load
 // generator sends them: the per-event cost of finding the event's group.
-func BenchmarkIngestPathServices(b *testing.B) {
-	bcfg := buffer.Config{Ack: buffer.AckMemory, FlushInterval: time.Second, FlushBytes: 4 << 20, BufferBytes: 1 << 30, FlushWorkers: 2, BudgetWait: time.Second}
-	f := newFixture(b, Config{}, bcfg)
-	var body []byte
-	for i := range 1000 {
-		body = fmt.Appendf(body, `{"ts":"2026-11-21T16:04:05.%03dZ","service":"svc-%d","host":"web-17","level":"info","msg":"user u%d paid order %d with card ending 4242 in 87 ms","user":"u%d","status":200,"path":"/api/pay"}`+"\n", i, i%8, i, i*7, i)
-	}
-	var ctx fasthttp.RequestCtx
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	cpu := benchcpu.Start()
-	for b.Loop() {
-		ctx.Request.Reset()
-		ctx.Response.Reset()
-		ctx.Request.Header.SetMethod("POST")
-		ctx.Request.SetRequestURI("/v1/logs")
-		ctx.Request.Header.SetContentType("application/x-ndjson")
-		ctx.Request.SetBody(body)
-		f.srv.handle(&ctx)
-		if ctx.Response.StatusCode() != 202 {
-			b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
-		}
-	}
-	b.ReportMetric(float64(b.N)*1000/b.Elapsed().Seconds(), "events/s")
-	benchcpu.Report(b, cpu, 1000, "event")
-}
+func BenchmarkIngestPathServices(b *testing.B) { benchIngestPath(b, 8) }
 
 // BenchmarkAddEvent encodes 1,000 parsed events of 8 services, one after
 // another, into a request's batch: line encoding and finding each event's
