@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -350,5 +351,120 @@ func TestAppendPartsReplaysAsOnePayload(t *testing.T) {
 		if got := byLSN[lsns[i]]; got != w {
 			t.Errorf("record %d (LSN %d) replayed as %.60q (%d bytes), want %.60q (%d bytes)", i, lsns[i], got, len(got), w, len(w))
 		}
+	}
+}
+
+// inode is the file's inode number, to tell a reused file from a new one.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestSpareSegmentsAreReused: Truncate keeps dropped segments as spares,
+// rotations overwrite them, and a reopened log replays exactly the records
+// written since, none of the old ones the reused files still hold.
+func TestSpareSegmentsAreReused(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentBytes: 150, SpareSegments: 4}
+	l := startLog(t, dir, opts)
+	for range 4 {
+		mustAppend(t, l, bytes.Repeat([]byte("o"), 200)) // 216 bytes framed: one record per segment
+	}
+	if _, err := l.Truncate(4); err != nil { // records 1..3 go
+		t.Fatal(err)
+	}
+	spares, _ := filepath.Glob(filepath.Join(dir, "spare-*.log"))
+	if len(spares) != 3 {
+		t.Fatalf("Truncate left %d spares, want 3: %v", len(spares), spares)
+	}
+	old := map[uint64]bool{}
+	for _, p := range spares {
+		old[inode(t, p)] = true
+	}
+	// 36 bytes framed: five records fill a segment to 180 bytes, short of
+	// the 216 the reused file holds, so old bytes follow every segment's
+	// records until the rotation cuts them.
+	want := []uint64{4}
+	for lsn := uint64(5); lsn <= 15; lsn++ {
+		if got := mustAppend(t, l, []byte(fmt.Sprintf("new record %9d", lsn))); got != lsn {
+			t.Fatalf("record got LSN %d, want %d", got, lsn)
+		}
+		want = append(want, lsn)
+	}
+	for _, first := range []int{5, 10, 15} {
+		path := filepath.Join(dir, fmt.Sprintf("wal-%020d.log", first))
+		if !old[inode(t, path)] {
+			t.Fatalf("segment %s is a new file, want a reused spare", path)
+		}
+	}
+	if spares, _ := filepath.Glob(filepath.Join(dir, "spare-*.log")); len(spares) != 0 {
+		t.Fatalf("spares left unused: %v", spares)
+	}
+	closeLog(t, l) // wal-15 holds record 15, then the old record's bytes
+
+	l2 := openLog(t, dir, opts)
+	lsns, payloads := replayAll(t, l2)
+	if fmt.Sprint(lsns) != fmt.Sprint(want) {
+		t.Fatalf("replayed LSNs %v, want %v", lsns, want)
+	}
+	for i, p := range payloads[1:] {
+		if w := fmt.Sprintf("new record %9d", want[i+1]); p != w {
+			t.Fatalf("record %d replayed as %q, want %q", want[i+1], p, w)
+		}
+	}
+	if err := l2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustAppend(t, l2, []byte("after")); got != 16 {
+		t.Fatalf("first record after reopening got LSN %d, want 16", got)
+	}
+	if _, err := l2.Truncate(16); err != nil {
+		t.Fatal(err)
+	}
+	closeLog(t, l2)
+	if spares, _ := filepath.Glob(filepath.Join(dir, "spare-*.log")); len(spares) == 0 {
+		t.Fatal("Truncate kept no spare")
+	}
+	l3 := openLog(t, dir, opts)
+	if spares, _ := filepath.Glob(filepath.Join(dir, "spare-*.log")); len(spares) != 0 {
+		t.Fatalf("Open left a previous process's spares: %v", spares)
+	}
+	lsns, _ = replayAll(t, l3)
+	if fmt.Sprint(lsns) != "[16]" {
+		t.Fatalf("replayed LSNs %v after Truncate(16), want [16]", lsns)
+	}
+}
+
+// TestRecordsBelowASegmentsFirstLSNAreNotReplayed: a spare renamed to the
+// next segment's name just before a crash holds only old records; they are
+// not the log's.
+func TestRecordsBelowASegmentsFirstLSNAreNotReplayed(t *testing.T) {
+	dir := t.TempDir()
+	l := startLog(t, dir, Options{})
+	for range 3 {
+		mustAppend(t, l, []byte("old"))
+	}
+	closeLog(t, l)
+	if err := os.Rename(filepath.Join(dir, fmt.Sprintf("wal-%020d.log", 1)), filepath.Join(dir, fmt.Sprintf("wal-%020d.log", 10))); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir, Options{})
+	if lsns, _ := replayAll(t, l2); len(lsns) != 0 {
+		t.Fatalf("replayed old records %v from segment 10", lsns)
+	}
+	if err := l2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustAppend(t, l2, []byte("new")); got != 10 {
+		t.Fatalf("first record got LSN %d, want 10", got)
+	}
+	closeLog(t, l2)
+	l3 := openLog(t, dir, Options{})
+	if lsns, _ := replayAll(t, l3); fmt.Sprint(lsns) != "[10]" {
+		t.Fatalf("replayed %v, want [10]", lsns)
 	}
 }
