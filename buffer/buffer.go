@@ -172,7 +172,11 @@ func Open(ctx context.Context, cfg Config, walDir string, streams []StreamDef, r
 		b.stripes[i].keys = make(map[string]*keyBuf)
 	}
 	if cfg.Ack != AckMemory {
-		l, err := wal.Open(walDir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, OnSync: b.met.observeSync})
+		spares := cfg.WALSpareSegments
+		if spares == 0 {
+			spares = -1 // the log's own zero means its default
+		}
+		l, err := wal.Open(walDir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, SpareSegments: spares, OnSync: b.met.observeSync})
 		if err != nil {
 			return nil, err
 		}

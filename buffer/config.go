@@ -27,6 +27,9 @@ type Config struct {
 	BufferBytes     int64
 	FlushWorkers    int
 	WALSegmentBytes int64
+	// WALSpareSegments is how many segments the WAL keeps for reuse once
+	// all their events are stored, instead of deleting them (0: none).
+	WALSpareSegments int
 	// AckTimeout bounds how long Add waits for storage with --ack flush.
 	AckTimeout time.Duration
 	// WALMaxBytes bounds the write-ahead log on disk: past it new batches
@@ -42,15 +45,16 @@ type Config struct {
 // DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
 	return Config{
-		Ack:             AckWAL,
-		FlushInterval:   2 * time.Second,
-		FlushBytes:      4 << 20,
-		BufferBytes:     256 << 20,
-		FlushWorkers:    8,
-		WALSegmentBytes: 64 << 20,
-		AckTimeout:      30 * time.Second,
-		WALMaxBytes:     4 << 30,
-		BudgetWait:      100 * time.Millisecond,
+		Ack:              AckWAL,
+		FlushInterval:    2 * time.Second,
+		FlushBytes:       4 << 20,
+		BufferBytes:      256 << 20,
+		FlushWorkers:     8,
+		WALSegmentBytes:  64 << 20,
+		WALSpareSegments: 8,
+		AckTimeout:       30 * time.Second,
+		WALMaxBytes:      4 << 30,
+		BudgetWait:       100 * time.Millisecond,
 	}
 }
 
@@ -64,6 +68,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.BufferBytes, "buffer-bytes", c.BufferBytes, "memory budget for accepted events not yet flushed; past it requests get 429")
 	fs.IntVar(&c.FlushWorkers, "flush-workers", c.FlushWorkers, "concurrent flushes per sink")
 	flagutil.BytesVar(fs, &c.WALSegmentBytes, "wal-segment-bytes", c.WALSegmentBytes, "write-ahead log segment size")
+	fs.IntVar(&c.WALSpareSegments, "wal-spare-segments", c.WALSpareSegments, "write-ahead log segments kept for reuse once stored, instead of deleted (0: none): overwriting a segment costs the disk less than deleting one and creating the next")
 	fs.DurationVar(&c.AckTimeout, "ack-timeout", c.AckTimeout, "with --ack flush, the longest a request waits for storage; then it gets 202 saying the batch is in the write-ahead log and will be stored (do not resend)")
 	flagutil.BytesVar(fs, &c.WALMaxBytes, "wal-max-bytes", c.WALMaxBytes, "bound of the write-ahead log on disk (events not yet stored); past it requests get 503 until storage catches up")
 }
@@ -111,6 +116,9 @@ func (c Config) check() error {
 	}
 	if c.AckTimeout < 0 {
 		return fmt.Errorf("cannot use --ack-timeout %v: it must be positive", c.AckTimeout)
+	}
+	if c.WALSpareSegments < 0 {
+		return fmt.Errorf("cannot use --wal-spare-segments %d: want 0 or more", c.WALSpareSegments)
 	}
 	if c.Ack != AckMemory && c.WALMaxBytes < 2*c.WALSegmentBytes {
 		return fmt.Errorf("cannot use --wal-max-bytes %d: it must be at least twice --wal-segment-bytes (%d), since segments are deleted whole", c.WALMaxBytes, c.WALSegmentBytes)

@@ -30,4 +30,10 @@ func TestConfigValidateOnlyChecks(t *testing.T) {
 	bad = d
 	bad.WALMaxBytes = d.WALSegmentBytes
 	f(bad, true)
+	bad = d
+	bad.WALSpareSegments = -1
+	f(bad, true)
+	none := d
+	none.WALSpareSegments = 0
+	f(none, false)
 }

@@ -82,7 +82,7 @@ type Options struct {
 	// OnSync, when set, observes each group commit: records written and time spent in fdatasync.
 	OnSync func(records int, syncTime time.Duration)
 	// SpareSegments is how many segments Truncate keeps for reuse instead
-	// of deleting them (default 4; negative: none, every segment is new).
+	// of deleting them (default 8; negative: none, every segment is new).
 	SpareSegments int
 }
 
@@ -181,7 +181,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		opts.SegmentBytes = 64 << 20
 	}
 	if opts.SpareSegments == 0 {
-		opts.SpareSegments = 4
+		opts.SpareSegments = 8
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create write-ahead log directory %s: %w", dir, err)
