@@ -39,10 +39,9 @@
 // Segments are reused: Truncate renames a segment it no longer needs to a
 // spare (up to Options.SpareSegments; the rest are deleted), and the next
 // rotation renames a spare to the new segment's name and overwrites it.
-// Deleting a 64 MiB file frees its blocks and pages in one long journal
-// transaction that every fdatasync of the log then waits for (30-40 ms
-// here); overwriting blocks already allocated changes no metadata, so
-// fdatasync writes only the data. A reused segment holds old records past
+// Deleting a 64 MiB file frees its blocks and cached pages (30-40 ms here)
+// and stalled the log's fdatasync meanwhile; overwriting blocks already
+// allocated changes no metadata, so fdatasync writes only the data. A reused segment holds old records past
 // what was written in it: they all carry lower LSNs, so Replay ends the
 // log there as at a torn tail, and a rotation first cuts the segment it
 // leaves to its records. Spares left by a previous process are deleted on
