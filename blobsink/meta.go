@@ -15,6 +15,8 @@ const (
 	MetaEndTime    = "EndTime"
 	MetaLogType    = "LogType"
 	MetaEventCount = "EventCount"
+	// MetaLateness is ours, not Storage Analytics': see Meta.Late.
+	MetaLateness = "Lateness"
 )
 
 // Meta is a blob's metadata in typed form.
@@ -22,9 +24,22 @@ type Meta struct {
 	Start, End int64 // earliest and latest event time, Unix ns
 	Levels     logline.LevelSet
 	Count      int64
+	// Late is the most, in ns, by which an event is older than the newest
+	// event stored before it in the blob, when LateKnown: a reader that
+	// has seen events up to time t knows that every later line is from
+	// t-Late on, so it can hand events out in time order without reading
+	// further (query's merge). Not known for a blob written before it was
+	// recorded, or for a Meta not built from lines in their stored order.
+	Late      int64
+	LateKnown bool
 }
 
-// Merge widens m to cover o.
+// EventMeta is the metadata of one event of time t and level l.
+func EventMeta(t int64, l logline.Level) Meta {
+	return Meta{Start: t, End: t, Levels: logline.LevelSet(0).Add(l), Count: 1, LateKnown: true}
+}
+
+// Merge widens m to cover o, stored after m's events.
 func (m Meta) Merge(o Meta) Meta {
 	if o.Count == 0 {
 		return m
@@ -32,6 +47,9 @@ func (m Meta) Merge(o Meta) Meta {
 	if m.Count == 0 {
 		return o
 	}
+	// An event of o is older than m's newest by at most m.End-o.Start.
+	m.Late = max(m.Late, o.Late, m.End-o.Start)
+	m.LateKnown = m.LateKnown && o.LateKnown
 	m.Start = min(m.Start, o.Start)
 	m.End = max(m.End, o.End)
 	m.Levels |= o.Levels
@@ -49,6 +67,9 @@ func (m Meta) Map() map[string]string {
 	if m.Count > 0 {
 		out[MetaStartTime] = string(logline.AppendTime(nil, m.Start))
 		out[MetaEndTime] = string(logline.AppendTime(nil, m.End))
+		if m.LateKnown {
+			out[MetaLateness] = time.Duration(m.Late).String()
+		}
 	}
 	return out
 }
@@ -86,6 +107,11 @@ func ParseMeta(md map[string]string) (m Meta, ok bool) {
 	}
 	if c, ok := MetaValue(md, MetaEventCount); ok {
 		m.Count, _ = strconv.ParseInt(c, 10, 64)
+	}
+	if l, ok := MetaValue(md, MetaLateness); ok {
+		if d, err := time.ParseDuration(l); err == nil && d >= 0 {
+			m.Late, m.LateKnown = int64(d), true
+		}
 	}
 	return m, true
 }

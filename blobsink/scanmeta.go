@@ -6,10 +6,13 @@ import (
 )
 
 // scanMeta computes a block's metadata from its lines without parsing them
-// whole: the time field has a fixed width and sorts as text.
+// whole: the time field has a fixed width and sorts as text. A time is
+// parsed only for a line older than the block's lateness so far allows
+// (see Meta.Late), so lines in time order cost text comparisons alone.
 func scanMeta(raw []byte) Meta {
-	var m Meta
+	m := Meta{LateKnown: true}
 	var minT, maxT []byte
+	var late lateScan
 	const timeAt, timeEnd = len(logline.Version) + 1, len(logline.Version) + 1 + len(logline.TimeLayout)
 	for len(raw) > 0 {
 		nl := bytes.IndexByte(raw, '\n')
@@ -26,8 +29,12 @@ func scanMeta(raw []byte) Meta {
 		if minT == nil || bytes.Compare(t, minT) < 0 {
 			minT = t
 		}
-		if maxT == nil || bytes.Compare(t, maxT) > 0 {
+		switch c := bytes.Compare(t, maxT); {
+		case maxT == nil || c > 0:
 			maxT = t
+			late.newMax()
+		case c < 0:
+			late.older(t, maxT)
 		}
 		rest := line[timeEnd+1:]
 		if i := bytes.IndexByte(rest, ';'); i > 0 {
@@ -40,6 +47,42 @@ func scanMeta(raw []byte) Meta {
 	if m.Count > 0 {
 		m.Start, _ = logline.ParseTime(minT)
 		m.End, _ = logline.ParseTime(maxT)
+		m.Late, m.LateKnown = late.late, !late.unknown
 	}
 	return m
+}
+
+// lateScan finds the most a line is older than the newest line before it,
+// parsing times only when that could grow.
+type lateScan struct {
+	late     int64
+	max      int64  // the newest time so far, once parsed
+	floor    []byte // the text of max-late: an older line raises late
+	hasMax   bool   // max is the newest time's value
+	hasFloor bool
+	unknown  bool // the newest time is not one: nothing is known
+}
+
+// newMax notes that a newer time than every earlier one came.
+func (l *lateScan) newMax() { l.hasMax, l.hasFloor = false, false }
+
+// older notes the time t of a line older than maxT, the newest so far.
+func (l *lateScan) older(t, maxT []byte) {
+	if !l.hasMax {
+		v, err := logline.ParseTime(maxT)
+		if err != nil {
+			l.unknown = true
+			return
+		}
+		l.max, l.hasMax, l.hasFloor = v, true, false
+	}
+	if !l.hasFloor {
+		l.floor, l.hasFloor = logline.AppendTime(l.floor[:0], l.max-l.late), true
+	}
+	if bytes.Compare(t, l.floor) >= 0 {
+		return
+	}
+	if v, err := logline.ParseTime(t); err == nil {
+		l.late, l.hasFloor = l.max-v, false
+	}
 }

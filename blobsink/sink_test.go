@@ -135,6 +135,8 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		for k, want := range map[string]string{
 			MetaLogVersion: "1.0", MetaStartTime: "2026-11-21T16:02:00.0000000Z", MetaEndTime: "2026-11-21T16:50:02.0000000Z",
 			MetaLogType: "error,info,warn", MetaEventCount: "18",
+			// The error lines are stored after info lines up to 2m9s newer.
+			MetaLateness: "2m9s",
 		} {
 			if got, _ := MetaValue(info.Metadata, k); got != want {
 				t.Errorf("metadata %s = %q, want %q", k, got, want)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -303,5 +304,64 @@ func testFirstBeforeTheEnd(t *testing.T, s blobsink.Store) {
 				t.Fatal("the first event waited for more than the first 512 KiB of each blob")
 			}
 		})
+	}
+}
+
+// testFirstByLateness: a blob's Lateness metadata proves how far back in
+// time a later line can be, so an unfiltered query hands out its first
+// events after the first 512 KiB of each 2.9 MB blob although the reorder
+// bound (16 MiB) and the sort buffer (16 MiB) hold the whole hour, and the
+// answer stays exactly in time order with events stored late. Without the
+// metadata (blobs written before it was recorded) the first event waits
+// for the end of the blobs.
+func testFirstByLateness(t *testing.T, s blobsink.Store) {
+	hour := at(17, 0, 0)
+	f := &fixture{hour0: hour}
+	writeReordered(t, s, f, "late", hour, 12000, blobsink.CompressNone)
+	q := Query{Services: []string{"late"}, From: hour, To: hour.Add(time.Hour)}
+	run := func(t *testing.T, wait time.Duration) (early bool) {
+		g := &gatedStore{Store: s, gate: 512 << 10, opened: make(chan struct{})}
+		timer := time.AfterFunc(wait, func() { close(g.opened) })
+		var got []string
+		st, err := Run(context.Background(), g, q, func(_ []byte, e *logline.Event) error {
+			if len(got) == 0 && timer.Stop() {
+				early = true
+				close(g.opened)
+			}
+			got = append(got, string(e.ID))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := f.want(q); len(want) == 0 || !slices.Equal(got, want) || st.LinesOutOfOrder != 0 {
+			t.Fatalf("got %d events (%d out of order), want %d\n got %v\nwant %v", len(got), st.LinesOutOfOrder, len(want), head(got), head(want))
+		}
+		return early
+	}
+	if !run(t, 20*time.Second) {
+		t.Fatal("with Lateness metadata, the first event waited for more than the first 512 KiB of each blob")
+	}
+	for i := range 2 {
+		name := blobsink.BlobName(blobsink.HourPrefix("late", hour), i+1, blobsink.CompressNone)
+		info, err := s.Stat(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := maps.Clone(info.Metadata)
+		if _, ok := blobsink.MetaValue(md, blobsink.MetaLateness); !ok {
+			t.Fatalf("blob %s has no %s metadata: %v", name, blobsink.MetaLateness, md)
+		}
+		for k := range md {
+			if strings.EqualFold(k, blobsink.MetaLateness) {
+				delete(md, k)
+			}
+		}
+		if err := s.SetMetadata(context.Background(), name, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if run(t, time.Second) {
+		t.Fatal("without Lateness metadata, the first event came before the end of the blobs: the test proves nothing")
 	}
 }

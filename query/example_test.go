@@ -25,7 +25,7 @@ func ExampleRun() {
 		e := logline.Event{Time: t0.Add(time.Duration(i) * time.Minute).UnixNano(), Level: lvl, Service: []byte("api"),
 			Host: []byte("web-1"), ID: []byte(fmt.Sprint("id", i)), Message: []byte("disk full"), Attrs: []byte(`{"code":507}`)}
 		block = logline.AppendLine(block, &e)
-		meta = meta.Merge(blobsink.Meta{Start: e.Time, End: e.Time, Levels: logline.LevelSet(0).Add(lvl), Count: 1})
+		meta = meta.Merge(blobsink.EventMeta(e.Time, lvl))
 	}
 	name := blobsink.BlobName(blobsink.HourPrefix("api", t0), 1, blobsink.CompressNone)
 	_ = store.Create(ctx, name, nil)

@@ -100,7 +100,7 @@ func writeBlob(t testing.TB, s blobsink.Store, name string, flushes [][]logline.
 		var block []byte
 		for i := range fl {
 			block = logline.AppendLine(block, &fl[i])
-			m = m.Merge(blobsink.Meta{Start: fl[i].Time, End: fl[i].Time, Levels: logline.LevelSet(0).Add(fl[i].Level), Count: 1})
+			m = m.Merge(blobsink.EventMeta(fl[i].Time, fl[i].Level))
 		}
 		appendRaw(t, s, name, &off, encodeFrame(t, c, block))
 	}

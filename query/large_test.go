@@ -63,7 +63,7 @@ func writeLarge(t testing.TB, s blobsink.Store, svc string, first time.Time, hou
 			e := logline.Event{Time: hour.Add(time.Duration(i) * step).UnixNano(), Level: lvl,
 				Service: []byte(svc), Host: []byte("web-17"), ID: id, Message: msg, Attrs: attrs}
 			b.block = logline.AppendLine(b.block, &e)
-			b.meta = b.meta.Merge(blobsink.Meta{Start: e.Time, End: e.Time, Levels: logline.LevelSet(0).Add(e.Level), Count: 1})
+			b.meta = b.meta.Merge(blobsink.EventMeta(e.Time, e.Level))
 			if len(b.block) >= 4<<20-1024 {
 				flush(b)
 			}

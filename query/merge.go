@@ -35,6 +35,7 @@ type stream struct {
 	// pending: no line yet, only low (the read-ahead is scanning lines
 	// that do not match); the merge orders the stream by low meanwhile.
 	pending bool
+	late    int64 // the blob's Lateness metadata; -1 when unknown
 
 	feed   chan *lineBatch // matching lines, in blob order; closed at the end
 	free   chan *lineBatch // batches handed back for reuse
@@ -255,7 +256,7 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 		r.st.BlobsDamaged++
 		return nil, nil
 	}
-	s := &stream{name: c.name, seq: seq, low: c.start, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
+	s := &stream{name: c.name, seq: seq, low: c.start, late: c.late, raw: raw, dec: dec, lr: newLineReader(dec, r.cfg.MaxLineBytes),
 		feed: make(chan *lineBatch, batchesPerStream), free: make(chan *lineBatch, batchesPerStream),
 		budget: r.budget, stop: make(chan struct{}), exited: make(chan struct{})}
 	s.free <- &lineBatch{}
@@ -328,7 +329,7 @@ func (r *runner) advanceOrLow(s *stream) (bool, error) {
 func (s *stream) readAhead(f *filter, reorder int64) {
 	defer close(s.exited)
 	defer close(s.feed)
-	r := aheadReader{s: s, f: f, w: reorder, low: s.low, every: max(reorder/64, 4<<10), early: min(max(reorder/4, 64<<10), 1<<20)}
+	r := aheadReader{s: s, f: f, w: reorder, low: s.low, newest: s.low, every: max(reorder/64, 4<<10), early: min(max(reorder/4, 64<<10), 1<<20)}
 	select {
 	case r.b = <-s.free:
 	case <-s.stop:
@@ -375,12 +376,15 @@ func (r *aheadReader) sample(line []byte) {
 	if len(line) > end {
 		if t, ok := r.sc.time(line[timeOff:end]); ok {
 			r.samples = append(r.samples, timeSample{at: at, t: t})
+			r.newest = max(r.newest, t)
 		}
 	}
 }
 
 // bound is the low of a batch that begins now: the newest line sampled
-// more than r.w bytes back, or the blob's StartTime.
+// more than r.w bytes back, or the blob's StartTime; or, higher, when the
+// blob's metadata says how late a line can be stored (blobsink.Meta.Late),
+// the newest line seen so far less that: proven, not assumed.
 func (r *aheadReader) bound() int64 {
 	n := 0
 	for _, sm := range r.samples {
@@ -391,6 +395,9 @@ func (r *aheadReader) bound() int64 {
 		n++
 	}
 	r.samples = append(r.samples[:0], r.samples[n:]...)
+	if late := r.s.late; late >= 0 && r.newest > math.MinInt64+late {
+		r.low = max(r.low, r.newest-late)
+	}
 	return r.low
 }
 
@@ -418,6 +425,9 @@ type aheadReader struct {
 	samples        []timeSample
 	low            int64
 	began          int64 // where the batch being filled began
+	// newest: the newest time of the lines seen so far that were parsed
+	// or sampled (the blob's StartTime before any).
+	newest int64
 }
 
 type timeSample struct{ at, t int64 }
@@ -483,6 +493,7 @@ func (r *aheadReader) take(line []byte) bool {
 		s.st.LinesBad++
 		return true
 	}
+	r.newest = max(r.newest, r.li.t)
 	if !f.match(line, &r.li, msg) {
 		return true
 	}

@@ -27,6 +27,7 @@ type candidate struct {
 	start int64 // StartTime metadata; math.MinInt64 when unknown
 	end   int64 // EndTime metadata; math.MaxInt64 when unknown
 	size  int64 // stored bytes when listed
+	late  int64 // Lateness metadata (blobsink.Meta.Late); -1 when unknown
 }
 
 // runner holds one query's state.
@@ -248,13 +249,16 @@ func (r *runner) list(ctx context.Context, services []string, h time.Time, n int
 				r.st.BlobsSkipped++
 				return nil
 			}
-			c := candidate{name: b.Name, start: math.MinInt64, end: math.MaxInt64, size: b.Size}
+			c := candidate{name: b.Name, start: math.MinInt64, end: math.MaxInt64, size: b.Size, late: -1}
 			if m, ok := blobsink.ParseMeta(b.Metadata); ok {
 				if !r.mayMatch(m, b.Metadata) {
 					r.st.BlobsSkipped++
 					return nil
 				}
 				c.start, c.end = m.Start, m.End
+				if m.LateKnown {
+					c.late = m.Late
+				}
 			}
 			hours[i] = append(hours[i], c)
 			return nil

@@ -45,6 +45,7 @@ func runSuite(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, newStore(t)) })
 	t.Run("DescReadsTheEnd", func(t *testing.T) { testDescReadsTheEnd(t, &countingStore{Store: newStore(t)}) })
 	t.Run("FirstBeforeTheEnd", func(t *testing.T) { testFirstBeforeTheEnd(t, newStore(t)) })
+	t.Run("FirstByLateness", func(t *testing.T) { testFirstByLateness(t, newStore(t)) })
 }
 
 func testFixture(t *testing.T, cs *countingStore, f *fixture) {

@@ -1,0 +1,82 @@
+package blobsink
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"ingest/logline"
+)
+
+// timedLines is one line per time, in the order given (seconds after hour).
+func timedLines(secs ...int) []byte {
+	var out []byte
+	for i, s := range secs {
+		e := logline.Event{Time: hour.Add(time.Duration(s) * time.Second).UnixNano(), Level: logline.LevelInfo,
+			Service: []byte("m"), Host: []byte("h1"), ID: []byte{'a' + byte(i%26)}, Message: []byte("x")}
+		out = logline.AppendLine(out, &e)
+	}
+	return out
+}
+
+func TestMetaLateness(t *testing.T) {
+	sec := int64(time.Second)
+	for _, tc := range []struct {
+		name  string
+		meta  Meta
+		late  int64
+		known bool
+	}{
+		{"in order", scanMeta(timedLines(1, 2, 2, 5)), 0, true},
+		{"one late line", scanMeta(timedLines(1, 9, 3, 10)), 6 * sec, true},
+		{"the most late counts", scanMeta(timedLines(5, 4, 20, 12, 19, 2, 30)), 18 * sec, true},
+		{"late against an earlier block", scanMeta(timedLines(1, 8)).Merge(scanMeta(timedLines(3, 9))), 5 * sec, true},
+		{"a later block in order", scanMeta(timedLines(1, 8)).Merge(scanMeta(timedLines(8, 9))), 0, true},
+		{"events one by one", EventMeta(10*sec, logline.LevelInfo).Merge(EventMeta(4*sec, logline.LevelInfo)).Merge(EventMeta(7*sec, logline.LevelInfo)), 6 * sec, true},
+		{"an empty block changes nothing", scanMeta(timedLines(4, 1)).Merge(scanMeta(nil)), 3 * sec, true},
+		{"a block of unknown lateness", scanMeta(timedLines(1, 2)).Merge(Meta{Start: hour.UnixNano(), End: hour.UnixNano(), Count: 1}), 0, false},
+		{"a newest time that is not one", scanMeta([]byte("1.0;2026-99-99T99:99:99.9999999Z;info;m;h;i;\"x\";{}\n" + string(timedLines(3, 1)))), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.meta.LateKnown != tc.known || tc.known && tc.meta.Late != tc.late {
+				t.Fatalf("Late = %v (known %v), want %v (known %v)", time.Duration(tc.meta.Late), tc.meta.LateKnown, time.Duration(tc.late), tc.known)
+			}
+			back, ok := ParseMeta(tc.meta.Map())
+			if !ok || back.LateKnown != tc.known || tc.known && back.Late != tc.meta.Late {
+				t.Fatalf("through blob metadata %v: %+v, %v", tc.meta.Map(), back, ok)
+			}
+		})
+	}
+}
+
+
+// TestScanMetaLatenessMatchesDefinition checks scanMeta's lateness, which
+// parses as few times as it can, against the definition on random orders.
+func TestScanMetaLatenessMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		secs := make([]int, 1+rng.IntN(40))
+		for i := range secs {
+			secs[i] = rng.IntN(3600)
+		}
+		var want, newest int
+		for i, s := range secs {
+			if i == 0 || s > newest {
+				newest = s
+			}
+			want = max(want, newest-s)
+		}
+		m := scanMeta(timedLines(secs...))
+		if !m.LateKnown || m.Late != int64(want)*int64(time.Second) {
+			t.Fatalf("%v: Late = %v (known %v), want %ds", secs, time.Duration(m.Late), m.LateKnown, want)
+		}
+	}
+}
+
+func TestMetaWithoutLatenessIsUnknown(t *testing.T) {
+	md := scanMeta(timedLines(1, 2)).Map()
+	delete(md, MetaLateness)
+	if m, ok := ParseMeta(md); !ok || m.LateKnown {
+		t.Fatalf("metadata without %s: %+v, %v; want lateness unknown", MetaLateness, m, ok)
+	}
+}
