@@ -162,8 +162,15 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 			continue
 		}
 		if !r.sort.fits(len(s.head)) {
-			if err := r.flush(ctx); err != nil {
+			// Full: hand out what is certain, and only if that frees
+			// no room, the whole buffer.
+			if err := r.release(ctx, h, cands[next:]); err != nil {
 				return err
+			}
+			if !r.sort.fits(len(s.head)) {
+				if err := r.flush(ctx); err != nil {
+					return err
+				}
 			}
 		}
 		r.sort.add(s.head, &s.info)

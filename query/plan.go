@@ -53,7 +53,7 @@ type runner struct {
 
 func newRunner(store Store, q *Query, fn func([]byte, *logline.Event) error, st *Stats) *runner {
 	cfg := q.Config.withDefaults()
-	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: sorter{budget: cfg.SortBytes}, lastT: math.MinInt64}
+	r := &runner{store: store, q: q, cfg: cfg, fn: fn, st: st, f: newFilter(q), sort: newSorter(cfg.SortBytes), lastT: math.MinInt64}
 	if q.Desc {
 		r.lastT = math.MaxInt64
 	}

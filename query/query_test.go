@@ -145,7 +145,7 @@ func testFixture(t *testing.T, cs *countingStore, f *fixture) {
 			times = append(times, e.Time)
 			return nil
 		}, &st)
-		r.sort.budget = 4 << 10
+		r.sort = newSorter(4 << 10)
 		if err := r.run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func testMergeOrder(t *testing.T, s blobsink.Store) {
 	var st Stats
 	var got []string
 	r := newRunner(s, &q, func(_ []byte, e *logline.Event) error { got = append(got, string(e.ID)); return nil }, &st)
-	r.sort.budget = 4 << 10 // about 40 lines per sorted chunk
+	r.sort = newSorter(4 << 10) // about 40 lines per sorted chunk
 	if err := r.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

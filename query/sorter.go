@@ -2,9 +2,10 @@ package query
 
 import "slices"
 
-// slabSize is the unit the sort buffer grows by: fixed slabs instead of one
-// growing slice, so the buffer never holds two copies while it grows and
-// its slabs are reused from hour to hour.
+// slabSize is the unit the sort buffer grows by (less for a budget under
+// 16 slabs): fixed slabs instead of one growing slice, so the buffer never
+// holds two copies while it grows, and a slab whose lines are all handed out
+// is written again while it is still in the CPU's cache.
 const slabSize = 1 << 20
 
 // rec locates one buffered line.
@@ -17,23 +18,41 @@ type rec struct {
 
 const recSize = 48 // bytes of one rec (unsafe.Sizeof), counted against the budget
 
-// sorter buffers matching lines, up to budget bytes (lines plus index), and
-// hands them out in time order.
+// sorter buffers matching lines, up to budget bytes (the slabs holding
+// lines, plus the index), and hands them out in time order.
 type sorter struct {
-	budget  int
-	slabs   [][]byte // slabs[:used] hold lines; the rest are spare
-	used    int
-	recs    []rec
-	bytes   int   // line bytes plus index bytes buffered
-	jumbled bool  // a line was added before an earlier-added later one
+	budget int
+	slab   int      // bytes of a slab
+	slabs  [][]byte // by index; nil once an oversized one is let go
+	live   []int32  // lines not yet handed out, per slab
+	spare  []int32  // slabs with no live line, the last freed on top
+	cur    int32    // the slab being filled; -1 before the first line
+	inUse  int      // bytes of the slabs holding lines or being filled
+	recs   []rec
+	// jumbled: a line was added before an earlier-added later one.
+	jumbled bool
 	oldest  int64 // the oldest time in recs
 }
+
+func newSorter(budget int) sorter {
+	return sorter{budget: budget, slab: min(slabSize, max(budget/16, 256)), cur: -1}
+}
+
+// bytes is what the buffer holds against its budget.
+func (s *sorter) bytes() int { return s.inUse + len(s.recs)*recSize }
 
 // fits reports whether a line of n bytes can be added without passing the
 // budget. An empty buffer takes any line: a line is never dropped for size
 // here (the line reader has already bounded it).
 func (s *sorter) fits(n int) bool {
-	return len(s.recs) == 0 || s.bytes+n+1+recSize <= s.budget
+	if len(s.recs) == 0 {
+		return true
+	}
+	grow := 0
+	if s.cur < 0 || len(s.slabs[s.cur])+n+1 > cap(s.slabs[s.cur]) {
+		grow = max(n+1, s.slab)
+	}
+	return s.bytes()+grow+recSize <= s.budget
 }
 
 // add copies line (terminated by '\n' if it is not) into the buffer.
@@ -43,41 +62,54 @@ func (s *sorter) add(line []byte, li *lineInfo) {
 	if nl {
 		n++
 	}
-	if s.used == 0 || len(s.slabs[s.used-1])+n > cap(s.slabs[s.used-1]) {
+	if s.cur < 0 || len(s.slabs[s.cur])+n > cap(s.slabs[s.cur]) {
 		s.newSlab(n)
 	}
-	i := s.used - 1
+	i := s.cur
 	off := len(s.slabs[i])
 	s.slabs[i] = append(s.slabs[i], line...)
 	if nl {
 		s.slabs[i] = append(s.slabs[i], '\n')
 	}
+	s.live[i]++
 	if k := len(s.recs); k > 0 && li.t < s.recs[k-1].info.t {
 		s.jumbled = true
 	}
 	if len(s.recs) == 0 || li.t < s.oldest {
 		s.oldest = li.t
 	}
-	s.recs = append(s.recs, rec{info: *li, slab: int32(i), off: int32(off), n: int32(n)})
-	s.bytes += n + recSize
+	s.recs = append(s.recs, rec{info: *li, slab: i, off: int32(off), n: int32(n)})
 }
 
-// newSlab makes a slab with room for n bytes current, reusing a spare one
-// when it is large enough. A line larger than a slab gets a slab of its own,
-// which is not kept for reuse.
+// newSlab makes the slab being filled one with room for n bytes: the
+// spare slab freed last, else a new one. A line larger than a slab gets a
+// slab of its own, let go once its line is handed out.
 func (s *sorter) newSlab(n int) {
-	if s.used < len(s.slabs) && cap(s.slabs[s.used]) >= n {
-		s.slabs[s.used] = s.slabs[s.used][:0]
-		s.used++
-		return
+	if c := s.cur; c >= 0 && s.live[c] == 0 {
+		s.free(c)
 	}
-	size := max(n, slabSize)
-	if s.used < len(s.slabs) {
-		s.slabs[s.used] = make([]byte, 0, size)
+	if k := len(s.spare); k > 0 {
+		s.cur = s.spare[k-1]
+		s.spare = s.spare[:k-1]
 	} else {
-		s.slabs = append(s.slabs, make([]byte, 0, size))
+		s.cur = int32(len(s.slabs))
+		s.slabs = append(s.slabs, nil)
+		s.live = append(s.live, 0)
 	}
-	s.used++
+	if cap(s.slabs[s.cur]) < n {
+		s.slabs[s.cur] = make([]byte, 0, max(n, s.slab))
+	}
+	s.slabs[s.cur] = s.slabs[s.cur][:0]
+	s.inUse += cap(s.slabs[s.cur])
+}
+
+// free makes slab i, which holds no live line, a spare.
+func (s *sorter) free(i int32) {
+	s.inUse -= cap(s.slabs[i])
+	if cap(s.slabs[i]) > s.slab {
+		s.slabs[i] = nil // it held one long line: let it go
+	}
+	s.spare = append(s.spare, i)
 }
 
 func (s *sorter) line(i int) []byte {
@@ -103,27 +135,34 @@ func (s *sorter) sortByTime() {
 	s.jumbled = false
 }
 
-// drop forgets the first n lines, handed out after sortByTime; their bytes
-// stay counted until the buffer empties.
+// drop forgets the first n lines, handed out after sortByTime. A slab none
+// of whose lines is left, other than the one being filled, is spare again.
 func (s *sorter) drop(n int) {
 	if n == len(s.recs) {
 		s.reset()
 		return
 	}
+	for _, r := range s.recs[:n] {
+		if s.live[r.slab]--; s.live[r.slab] == 0 && r.slab != s.cur {
+			s.free(r.slab)
+		}
+	}
 	s.recs = append(s.recs[:0], s.recs[n:]...)
 	s.oldest = s.recs[0].info.t
 }
 
+// reset empties the buffer, keeping its slabs as spares.
 func (s *sorter) reset() {
-	for i := range s.used {
-		if cap(s.slabs[i]) > slabSize {
-			s.slabs[i] = nil // an oversized slab held one long line: let it go
+	s.spare = s.spare[:0]
+	for i := len(s.slabs) - 1; i >= 0; i-- {
+		if cap(s.slabs[i]) > s.slab {
+			s.slabs[i] = nil
 		}
+		s.live[i] = 0
+		s.spare = append(s.spare, int32(i)) // slab 0 on top: it was filled first
 	}
-	// Keep the spare slabs compact at the front.
-	s.slabs = slices.DeleteFunc(s.slabs, func(b []byte) bool { return b == nil })
-	s.used = 0
+	s.cur = -1
+	s.inUse = 0
 	s.recs = s.recs[:0]
-	s.bytes = 0
 	s.jumbled = false
 }
