@@ -64,8 +64,8 @@ func (s *Server) streamLogs(q query.Query, withStats bool) fasthttp.StreamWriter
 			fmt.Fprintf(w, "{\"error\":%s}\n", logline.AppendQuoted(nil, []byte(err.Error())))
 		}
 		if withStats {
-			fmt.Fprintf(w, "{\"stats\":{\"prefixes\":%d,\"blobs_listed\":%d,\"blobs_skipped\":%d,\"blobs_read\":%d,\"lines_scanned\":%d,\"lines_matched\":%d}}\n",
-				st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.LinesScanned, st.LinesMatched)
+			fmt.Fprintf(w, "{\"stats\":{\"prefixes\":%d,\"blobs_listed\":%d,\"blobs_skipped\":%d,\"blobs_read\":%d,\"lines_scanned\":%d,\"lines_matched\":%d,\"lines_out_of_order\":%d}}\n",
+				st.Prefixes, st.BlobsListed, st.BlobsSkipped, st.BlobsRead, st.LinesScanned, st.LinesMatched, st.LinesOutOfOrder)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func TestGetLogsFilters(t *testing.T) {
 		_, _, got := f.do(t, "GET", "/v1/logs?"+window+"&level=error&stats=1", nil, nil)
 		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 		last := lines[len(lines)-1]
-		if len(lines) != 5 || !strings.HasPrefix(last, `{"stats":{`) || !strings.Contains(last, `"lines_scanned":10,"lines_matched":4}`) {
+		if len(lines) != 5 || !strings.HasPrefix(last, `{"stats":{`) || !strings.Contains(last, `"lines_scanned":10,"lines_matched":4,"lines_out_of_order":0}`) {
 			t.Fatalf("stats=1 answer:\n%s", got)
 		}
 		if _, _, plain := f.do(t, "GET", "/v1/logs?"+window, nil, nil); strings.Contains(plain, `"stats"`) {
