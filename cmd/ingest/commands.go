@@ -51,7 +51,7 @@ func runLs(args []string) error {
 	defer w.Flush()
 	for _, b := range blobs {
 		fmt.Fprintf(w, "%s\t%d", b.Name, b.Size)
-		for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount} {
+		for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount, blobsink.MetaLateness} {
 			if v, ok := blobsink.MetaValue(b.Metadata, k); ok {
 				fmt.Fprintf(w, "\t%s=%s", k, v)
 			}
