@@ -26,6 +26,10 @@ import (
 // holds nothing unread newer than the oldest line read at depth P-W or
 // less, nor than its EndTime metadata (backBlob.hi). A blob of at most W
 // bytes is read whole, so its events are exact whatever their order.
+// A blob whose metadata says how late a line can be stored (Lateness,
+// blobsink.Meta.Late) bounds it better, and exactly: a line is older than
+// none stored before it by more than that, so nothing unread is newer than
+// the oldest line read plus Lateness.
 //
 // Plain blobs are read with ranged reads from the end, 64 KiB first and
 // doubling up to 1 MiB, split at '\n'; the line cut by a read is carried to
@@ -64,6 +68,7 @@ type backBlob struct {
 	depth   int64 // decoded bytes split into lines, from the end
 	hi      int64 // no unread line is newer than this (under the reorder bound)
 	steps   []backStep
+	oldest  int64 // the oldest line read
 }
 
 // backStep is a run of lines read (about ReorderBytes/8 bytes), kept
@@ -74,7 +79,7 @@ type backStep struct {
 }
 
 func newBackBlob(c candidate, rank int) *backBlob {
-	return &backBlob{c: c, rank: rank, comp: blobsink.CompressionOf(c.name), off: c.size, read: backFirstRead, hi: c.end}
+	return &backBlob{c: c, rank: rank, comp: blobsink.CompressionOf(c.name), off: c.size, read: backFirstRead, hi: c.end, oldest: math.MaxInt64}
 }
 
 // finished reports whether every byte of the blob has been split into lines.
@@ -129,6 +134,7 @@ func (br *backReader) step(ctx context.Context, b *backBlob) error {
 		st.BytesDecoded += int64(len(line))
 		t, ok := br.lineTime(line)
 		if ok {
+			b.oldest = min(b.oldest, t)
 			cur.oldest = min(cur.oldest, t)
 			cur.depth = depth
 			if depth-from >= gran {
@@ -155,6 +161,9 @@ func (br *backReader) step(ctx context.Context, b *backBlob) error {
 		folded++
 	}
 	b.steps = append(b.steps[:0], b.steps[folded:]...)
+	if late := b.c.late; late >= 0 && b.oldest < math.MaxInt64-late {
+		b.hi = min(b.hi, b.oldest+late)
+	}
 	return nil
 }
 

@@ -312,7 +312,8 @@ func testFirstBeforeTheEnd(t *testing.T, s blobsink.Store) {
 // events after the first 512 KiB of each 2.9 MB blob although the reorder
 // bound (16 MiB) and the sort buffer (16 MiB) hold the whole hour, and the
 // answer stays exactly in time order with events stored late, even with a
-// sort buffer much smaller than the hour. Without the
+// sort buffer much smaller than the hour; newest first, the newest 100
+// are found at the blobs' ends. Without the
 // metadata (blobs written before it was recorded) the first event waits
 // for the end of the blobs.
 func testFirstByLateness(t *testing.T, s blobsink.Store) {
@@ -348,6 +349,29 @@ func testFirstByLateness(t *testing.T, s blobsink.Store) {
 	q.Config.SortBytes = 1 << 20
 	run(t, 20*time.Second)
 	q.Config.SortBytes = 0
+	// Newest first, the same bound keeps the newest 100 to the blobs' ends.
+	newest := func() (read int64) {
+		d := q
+		d.Desc, d.Limit = true, 100
+		want := f.want(q)
+		slices.Reverse(want)
+		got, st := collect(t, s, d)
+		if !slices.Equal(got, want[:100]) {
+			t.Fatalf("newest 100: got %v, want %v", head(got), head(want[:100]))
+		}
+		return st.BytesRead
+	}
+	size := int64(0)
+	for i := range 2 {
+		info, err := s.Stat(context.Background(), blobsink.BlobName(blobsink.HourPrefix("late", hour), i+1, blobsink.CompressNone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += info.Size
+	}
+	if read := newest(); read > size/8 {
+		t.Fatalf("the newest 100 read %d of %d bytes with Lateness metadata", read, size)
+	}
 	for i := range 2 {
 		name := blobsink.BlobName(blobsink.HourPrefix("late", hour), i+1, blobsink.CompressNone)
 		info, err := s.Stat(context.Background(), name)
@@ -369,5 +393,8 @@ func testFirstByLateness(t *testing.T, s blobsink.Store) {
 	}
 	if run(t, time.Second) {
 		t.Fatal("without Lateness metadata, the first event came before the end of the blobs: the test proves nothing")
+	}
+	if read := newest(); read != size {
+		t.Fatalf("without Lateness metadata, the newest 100 read %d of %d bytes, not the whole blobs (under the reorder bound)", read, size)
 	}
 }
