@@ -49,7 +49,6 @@ func TestMetaLateness(t *testing.T) {
 	}
 }
 
-
 // TestScanMetaLatenessMatchesDefinition checks scanMeta's lateness, which
 // parses as few times as it can, against the definition on random orders.
 func TestScanMetaLatenessMatchesDefinition(t *testing.T) {
