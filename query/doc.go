@@ -32,14 +32,19 @@
 // before they are handed out. A line is handed out as soon as nothing not
 // yet merged can be older (merge.go, release): a blob not opened yet is
 // bounded by its StartTime, an open blob by the newest line its read-ahead
-// read more than Config.ReorderBytes (default 16 MiB) before where the
-// merge is in it (lineBatch.low), since an event is taken to be stored at
-// most that far from its place in time order. A blob with no matching line
-// yet takes part in the merge by that bound alone. Output is exactly in time
-// order (equal times in merge order, which is deterministic) whenever no
-// event is stored further than that from its place and each full sort
-// buffer holds the lines it must; an event that is not comes out late and
-// is counted (Stats.LinesOutOfOrder).
+// has seen less the blob's Lateness metadata (blobsink.Meta.Late: how
+// much older than an earlier-stored event an event can be), which is
+// exact. A blob without that metadata is bounded by the newest line its
+// read-ahead read more than Config.ReorderBytes (default 16 MiB) before
+// where the merge is in it, since an event is taken to be stored at most
+// that far from its place in time order. A blob with no matching line yet
+// takes part in the merge by its bound alone (lineBatch.low). Output is
+// exactly in time order (equal times in merge order, which is
+// deterministic) whenever every blob has Lateness metadata or no event is
+// stored further than ReorderBytes from its place, and the sort buffer
+// holds the lines it must (a full buffer with nothing certain to hand out
+// is handed out whole); an event that is not comes out late and is counted
+// (Stats.LinesOutOfOrder).
 //
 // Query.Desc hands out the newest events first, and RunHistogram counts
 // events per interval and level without handing any out (see desc.go and
@@ -47,8 +52,9 @@
 //
 // # Memory
 //
-// Per query: the sort buffer (Config.SortBytes, plus about 24% for its index
-// with 200-byte lines), the read-ahead budget (Config.ReadAheadBytes,
+// Per query: the sort buffer (Config.SortBytes: the slabs holding lines
+// not yet handed out and their index, whose slice may have grown up to
+// twice what it holds), the read-ahead budget (Config.ReadAheadBytes,
 // default 8 MiB, shared by the open blobs), and per open blob one 128 KiB
 // batch of lines read ahead of its own, a 64 KiB read buffer, a line buffer
 // that grows only for lines longer than that (up to Config.MaxLineBytes,
