@@ -6,7 +6,8 @@
 // A writer claims the next NNNNNN of an hour prefix with a conditional create
 // (If-None-Match: * on Azure, O_EXCL on files), so any number of instances
 // write the same service and hour without colliding. Each flush sends the blob's metadata
-// (LogVersion, StartTime, EndTime, LogType, EventCount) as it will be once
+// (LogVersion, StartTime, EndTime, LogType, EventCount, and Lateness: how
+// late an event can be stored, see Meta.Late) as it will be once
 // the flush's blocks have landed, then appends blocks of at most
 // MaxAppendBytes (100 MiB, Azure's limit) with an append-position
 // condition: one metadata write and one append per flush (widen.go), so

@@ -68,7 +68,8 @@ func (m Meta) Map() map[string]string {
 		out[MetaStartTime] = string(logline.AppendTime(nil, m.Start))
 		out[MetaEndTime] = string(logline.AppendTime(nil, m.End))
 		if m.LateKnown {
-			out[MetaLateness] = time.Duration(m.Late).String()
+			// ASCII, as HTTP headers need: "us", not "µs".
+			out[MetaLateness] = strings.Replace(time.Duration(m.Late).String(), "µs", "us", 1)
 		}
 	}
 	return out

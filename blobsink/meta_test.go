@@ -35,11 +35,19 @@ func TestMetaLateness(t *testing.T) {
 		{"events one by one", EventMeta(10*sec, logline.LevelInfo).Merge(EventMeta(4*sec, logline.LevelInfo)).Merge(EventMeta(7*sec, logline.LevelInfo)), 6 * sec, true},
 		{"an empty block changes nothing", scanMeta(timedLines(4, 1)).Merge(scanMeta(nil)), 3 * sec, true},
 		{"a block of unknown lateness", scanMeta(timedLines(1, 2)).Merge(Meta{Start: hour.UnixNano(), End: hour.UnixNano(), Count: 1}), 0, false},
+		{"under a millisecond", EventMeta(1500, logline.LevelInfo).Merge(EventMeta(0, logline.LevelInfo)), 1500, true},
 		{"a newest time that is not one", scanMeta([]byte("1.0;2026-99-99T99:99:99.9999999Z;info;m;h;i;\"x\";{}\n" + string(timedLines(3, 1)))), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.meta.LateKnown != tc.known || tc.known && tc.meta.Late != tc.late {
 				t.Fatalf("Late = %v (known %v), want %v (known %v)", time.Duration(tc.meta.Late), tc.meta.LateKnown, time.Duration(tc.late), tc.known)
+			}
+			for k, v := range tc.meta.Map() {
+				for _, c := range []byte(v) {
+					if c < ' ' || c > '~' {
+						t.Fatalf("metadata %s=%q is not printable ASCII, as an HTTP header must be", k, v)
+					}
+				}
 			}
 			back, ok := ParseMeta(tc.meta.Map())
 			if !ok || back.LateKnown != tc.known || tc.known && back.Late != tc.meta.Late {
