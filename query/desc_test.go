@@ -280,31 +280,38 @@ func testFirstBeforeTheEnd(t *testing.T, s blobsink.Store) {
 		text  string
 	}{{"Text", logline.LevelNone, "rare"}, {"Level", logline.LevelFatal, ""}} {
 		t.Run(c.name, func(t *testing.T) {
-			g := &gatedStore{Store: s, gate: 512 << 10, opened: make(chan struct{})}
-			timer := time.AfterFunc(20*time.Second, func() { close(g.opened) })
 			q := Query{Services: []string{"first"}, From: hour, To: hour.Add(time.Hour), Level: c.level, Text: c.text,
 				Config: Config{ReorderBytes: 64 << 10}}
-			var got []string
-			early := false
-			st, err := Run(context.Background(), g, q, func(_ []byte, e *logline.Event) error {
-				if len(got) == 0 && timer.Stop() {
-					early = true
-					close(g.opened)
-				}
-				got = append(got, string(e.ID))
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := f.want(q); len(want) == 0 || !slices.Equal(got, want) || st.LinesOutOfOrder != 0 {
-				t.Fatalf("got %d events (%d out of order), want %d\n got %v\nwant %v", len(got), st.LinesOutOfOrder, len(want), head(got), head(want))
-			}
-			if !early {
+			if !runGated(t, s, f, q, 20*time.Second) {
 				t.Fatal("the first event waited for more than the first 512 KiB of each blob")
 			}
 		})
 	}
+}
+
+// runGated runs q on s gated at 512 KiB a blob until the first event is
+// out or wait has passed, checks the answer is f's, exactly in time order,
+// and reports whether the first event came through the gate.
+func runGated(t *testing.T, s blobsink.Store, f *fixture, q Query, wait time.Duration) (early bool) {
+	t.Helper()
+	g := &gatedStore{Store: s, gate: 512 << 10, opened: make(chan struct{})}
+	timer := time.AfterFunc(wait, func() { close(g.opened) })
+	var got []string
+	st, err := Run(context.Background(), g, q, func(_ []byte, e *logline.Event) error {
+		if len(got) == 0 && timer.Stop() {
+			early = true
+			close(g.opened)
+		}
+		got = append(got, string(e.ID))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := f.want(q); len(want) == 0 || !slices.Equal(got, want) || st.LinesOutOfOrder != 0 {
+		t.Fatalf("got %d events (%d out of order), want %d\n got %v\nwant %v", len(got), st.LinesOutOfOrder, len(want), head(got), head(want))
+	}
+	return early
 }
 
 // testFirstByLateness: a blob's Lateness metadata proves how far back in
@@ -321,26 +328,7 @@ func testFirstByLateness(t *testing.T, s blobsink.Store) {
 	f := &fixture{hour0: hour}
 	writeReordered(t, s, f, "late", hour, 12000, blobsink.CompressNone)
 	q := Query{Services: []string{"late"}, From: hour, To: hour.Add(time.Hour)}
-	run := func(t *testing.T, wait time.Duration) (early bool) {
-		g := &gatedStore{Store: s, gate: 512 << 10, opened: make(chan struct{})}
-		timer := time.AfterFunc(wait, func() { close(g.opened) })
-		var got []string
-		st, err := Run(context.Background(), g, q, func(_ []byte, e *logline.Event) error {
-			if len(got) == 0 && timer.Stop() {
-				early = true
-				close(g.opened)
-			}
-			got = append(got, string(e.ID))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := f.want(q); len(want) == 0 || !slices.Equal(got, want) || st.LinesOutOfOrder != 0 {
-			t.Fatalf("got %d events (%d out of order), want %d\n got %v\nwant %v", len(got), st.LinesOutOfOrder, len(want), head(got), head(want))
-		}
-		return early
-	}
+	run := func(t *testing.T, wait time.Duration) bool { return runGated(t, s, f, q, wait) }
 	if !run(t, 20*time.Second) {
 		t.Fatal("with Lateness metadata, the first event waited for more than the first 512 KiB of each blob")
 	}
