@@ -2,7 +2,6 @@ package blobsink
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,7 @@ import (
 
 // FileStore is the embedded Store: each blob is a file under Root (the blob
 // name is its relative path) and its metadata a hidden sidecar file beside it
-// (".NAME.meta", JSON). Appends are fsync'd before they return, so a flushed
+// (".NAME.meta", filemeta.go). Appends are fsync'd before they return, so a flushed
 // block survives kill -9 and power loss alike.
 //
 // One process owns a FileStore's root at a time (the server locks its data
@@ -43,10 +42,6 @@ func (s *FileStore) path(name string) (string, error) {
 		}
 	}
 	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
-}
-
-func metaPath(p string) string {
-	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".meta")
 }
 
 // Create implements Store.
@@ -152,46 +147,6 @@ func (s *FileStore) SetMetadata(_ context.Context, name string, meta map[string]
 		return ErrNotFound
 	}
 	return writeMeta(p, meta)
-}
-
-// writeMeta replaces the sidecar atomically (temp file + rename).
-func writeMeta(p string, meta map[string]string) error {
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return err
-	}
-	mp := metaPath(p)
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-meta-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), mp)
-}
-
-func readMeta(p string) map[string]string {
-	b, err := os.ReadFile(metaPath(p))
-	if err != nil {
-		return map[string]string{}
-	}
-	var m map[string]string
-	if json.Unmarshal(b, &m) != nil {
-		return map[string]string{}
-	}
-	return m
 }
 
 // Stat implements Store. Blocks is always 0: the block limit is Azure's.
