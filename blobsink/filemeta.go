@@ -15,7 +15,7 @@ import (
 
 // A FileStore blob's metadata lives in a sidecar file, ".NAME.meta", of two
 // slots written in turn. A write overwrites the older slot in place and
-// fdatasyncs it: durable once it returns, with no file created or renamed
+// fsyncs the file: durable once it returns, with no file created or renamed
 // (no directory entry to make durable as well). A slot holds a header
 // (magic, generation, length, CRC-32C) and the metadata as JSON; a reader
 // takes the valid slot of the higher generation, so a write torn by a
@@ -69,47 +69,55 @@ func parseSlot(b []byte) (gen uint64, js []byte, ok bool) {
 
 // currentMeta reads a sidecar into buf and returns its newest valid
 // metadata as JSON (in buf), with its generation and the slot it is in
-// (-1: none); legacy is true for a plain JSON sidecar.
+// (-1: none); legacy is true for a plain JSON sidecar. A slot that begins
+// like one but does not check out may be being written: it is read again
+// (a few times), lest an older slot be taken for the newest.
 func currentMeta(f io.ReaderAt, buf *[2 * metaSlotBytes]byte) (gen uint64, slot int, js []byte, legacy bool, err error) {
-	n, err := f.ReadAt(buf[:], 0)
-	if err != nil && err != io.EOF {
-		return 0, 0, nil, false, err
-	}
-	b := buf[:n]
-	if len(b) > 0 && b[0] == '{' {
-		return 0, 0, b, true, nil
-	}
-	slot = -1
-	for i := range 2 {
-		if i*metaSlotBytes >= len(b) {
-			break
+	for try := 0; ; try++ {
+		n, err := f.ReadAt(buf[:], 0)
+		if err != nil && err != io.EOF {
+			return 0, 0, nil, false, err
 		}
-		if g, j, ok := parseSlot(b[i*metaSlotBytes : min(len(b), (i+1)*metaSlotBytes)]); ok && (slot < 0 || g > gen) {
-			gen, slot, js = g, i, j
+		b := buf[:n]
+		if len(b) > 0 && b[0] == '{' {
+			return 0, 0, b, true, nil
+		}
+		gen, slot, js = 0, -1, nil
+		torn := false
+		for i := range 2 {
+			if i*metaSlotBytes >= len(b) {
+				break
+			}
+			sb := b[i*metaSlotBytes : min(len(b), (i+1)*metaSlotBytes)]
+			g, j, ok := parseSlot(sb)
+			torn = torn || !ok && bytes.HasPrefix(sb, metaMagic[:])
+			if ok && (slot < 0 || g > gen) {
+				gen, slot, js = g, i, j
+			}
+		}
+		if !torn || try == 2 {
+			return gen, slot, js, false, nil
 		}
 	}
-	return gen, slot, js, false, nil
 }
 
-// writeMeta makes meta the blob's metadata, durably.
-func writeMeta(p string, meta map[string]string) error {
+// writeMeta makes meta the blob's metadata, durably, except that a sidecar
+// it creates (created) is durable once the caller syncs its directory.
+func writeMeta(p string, meta map[string]string) (created bool, err error) {
 	js, err := json.Marshal(meta)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(js) > metaSlotBytes-metaHeaderSize {
-		return fmt.Errorf("cannot set metadata of %s: %d bytes, more than the %d allowed", p, len(js), metaSlotBytes-metaHeaderSize)
+		return false, fmt.Errorf("cannot set metadata of %s: %d bytes, more than the %d allowed", p, len(js), metaSlotBytes-metaHeaderSize)
 	}
 	mp := metaPath(p)
 	f, err := os.OpenFile(mp, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := createMeta(mp, js); err != nil {
-			return err
-		}
-		return syncDir(filepath.Dir(mp))
+		return true, createMeta(mp, js)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	buf := metaBufs.Get().(*[2 * metaSlotBytes]byte)
 	defer metaBufs.Put(buf)
@@ -131,7 +139,7 @@ func writeMeta(p string, meta map[string]string) error {
 	if err == nil && legacy {
 		err = replaceMeta(mp, js)
 	}
-	return err
+	return false, err
 }
 
 // createMeta makes a new sidecar holding js in its first slot.

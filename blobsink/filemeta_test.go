@@ -120,7 +120,7 @@ func FuzzReadMeta(f *testing.F) {
 		if second {
 			want["K2"] = "w"
 		}
-		if err := writeMeta(p, want); err != nil {
+		if _, err := writeMeta(p, want); err != nil {
 			t.Fatal(err)
 		}
 		if got := readMeta(p); !maps.Equal(got, want) {

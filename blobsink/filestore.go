@@ -70,7 +70,7 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := writeMeta(p, meta); err != nil {
+	if _, err := writeMeta(p, meta); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(p))
@@ -146,7 +146,11 @@ func (s *FileStore) SetMetadata(_ context.Context, name string, meta map[string]
 	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 		return ErrNotFound
 	}
-	return writeMeta(p, meta)
+	created, err := writeMeta(p, meta)
+	if err == nil && created {
+		err = syncDir(filepath.Dir(p))
+	}
+	return err
 }
 
 // Stat implements Store. Blocks is always 0: the block limit is Azure's.

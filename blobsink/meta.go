@@ -34,8 +34,10 @@ type Meta struct {
 	LateKnown bool
 }
 
-// EventMeta is the metadata of one event of time t and level l.
+// EventMeta is the metadata of one event of time t and level l, as its
+// line stores it: t truncated to 100 ns.
 func EventMeta(t int64, l logline.Level) Meta {
+	t -= (t%100 + 100) % 100
 	return Meta{Start: t, End: t, Levels: logline.LevelSet(0).Add(l), Count: 1, LateKnown: true}
 }
 

@@ -35,6 +35,7 @@ func TestMetaLateness(t *testing.T) {
 		{"events one by one", EventMeta(10*sec, logline.LevelInfo).Merge(EventMeta(4*sec, logline.LevelInfo)).Merge(EventMeta(7*sec, logline.LevelInfo)), 6 * sec, true},
 		{"an empty block changes nothing", scanMeta(timedLines(4, 1)).Merge(scanMeta(nil)), 3 * sec, true},
 		{"a block of unknown lateness", scanMeta(timedLines(1, 2)).Merge(Meta{Start: hour.UnixNano(), End: hour.UnixNano(), Count: 1}), 0, false},
+		{"times as lines store them (100 ns)", EventMeta(100, logline.LevelInfo).Merge(EventMeta(99, logline.LevelInfo)), 100, true},
 		{"under a millisecond", EventMeta(1500, logline.LevelInfo).Merge(EventMeta(0, logline.LevelInfo)), 1500, true},
 		{"a newest time that is not one", scanMeta([]byte("1.0;2026-99-99T99:99:99.9999999Z;info;m;h;i;\"x\";{}\n" + string(timedLines(3, 1)))), 0, false},
 	} {

@@ -27,9 +27,10 @@ import (
 // less, nor than its EndTime metadata (backBlob.hi). A blob of at most W
 // bytes is read whole, so its events are exact whatever their order.
 // A blob whose metadata says how late a line can be stored (Lateness,
-// blobsink.Meta.Late) bounds it better, and exactly: a line is older than
-// none stored before it by more than that, so nothing unread is newer than
-// the oldest line read plus Lateness.
+// blobsink.Meta.Late) is also bounded by proof, the lower bound winning: a
+// line is older than none stored before it by more than that, so nothing
+// unread is newer than the oldest line read plus Lateness. A blob of at
+// most W bytes is then found its newest events without being read whole.
 //
 // Plain blobs are read with ranged reads from the end, 64 KiB first and
 // doubling up to 1 MiB, split at '\n'; the line cut by a read is carried to

@@ -31,20 +31,22 @@
 // go into a sort buffer of Config.SortBytes (default 16 MiB) and are sorted
 // before they are handed out. A line is handed out as soon as nothing not
 // yet merged can be older (merge.go, release): a blob not opened yet is
-// bounded by its StartTime, an open blob by the newest line its read-ahead
-// has seen less the blob's Lateness metadata (blobsink.Meta.Late: how
-// much older than an earlier-stored event an event can be), which is
-// exact. A blob without that metadata is bounded by the newest line its
-// read-ahead read more than Config.ReorderBytes (default 16 MiB) before
-// where the merge is in it, since an event is taken to be stored at most
-// that far from its place in time order. A blob with no matching line yet
-// takes part in the merge by its bound alone (lineBatch.low). Output is
-// exactly in time order (equal times in merge order, which is
-// deterministic) whenever every blob has Lateness metadata or no event is
-// stored further than ReorderBytes from its place, and the sort buffer
-// holds the lines it must (a full buffer with nothing certain to hand out
-// is handed out whole); an event that is not comes out late and is counted
-// (Stats.LinesOutOfOrder).
+// bounded by its StartTime; an open blob by the newest line its read-ahead
+// read more than Config.ReorderBytes (default 16 MiB) before where the
+// merge is in it, since an event is taken to be stored at most that far
+// from its place in time order, or, when higher, by the newest line it has
+// seen less the blob's Lateness metadata (blobsink.Meta.Late: how much
+// older than an earlier-stored event an event in it is at most), which is
+// proven for the bytes listed (a blob with Lateness is read no further).
+// A blob with no matching line yet takes part in the merge by its bound
+// alone (lineBatch.low). Output is exactly in time order (equal times in
+// merge order, which is deterministic) whenever no event is stored further
+// than ReorderBytes from its place, which blobs with Lateness metadata
+// and no longer than that always satisfy, and the sort buffer holds the
+// lines it must (a full buffer with nothing certain to hand out is handed
+// out whole); an event that is not comes out late and is counted
+// (Stats.LinesOutOfOrder). Lateness makes lines go out sooner: as they are
+// read, instead of once a blob has been read ReorderBytes past them.
 //
 // Query.Desc hands out the newest events first, and RunHistogram counts
 // events per interval and level without handing any out (see desc.go and

@@ -253,6 +253,11 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 		return nil, fmt.Errorf("cannot open blob %s: %w", c.name, err)
 	}
 	r.st.BlobsRead++
+	if c.late >= 0 {
+		// The Lateness listed covers the bytes listed, no more: a flush
+		// appended since may hold a later event than it allows.
+		rc = limitedReadCloser{io.LimitReader(rc, c.size), rc}
+	}
 	raw := &countingReader{rc: rc}
 	dec, err := decode(blobsink.CompressionOf(c.name), raw, &r.decoders)
 	if err != nil {
@@ -270,6 +275,12 @@ func (r *runner) open(ctx context.Context, c candidate, seq int) (*stream, error
 	f := r.f
 	go s.readAhead(&f, int64(r.cfg.ReorderBytes))
 	return s, nil
+}
+
+// limitedReadCloser reads up to a limit and closes the whole reader.
+type limitedReadCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // close stops the stream's reading, waits for it, and counts what it did.
@@ -389,9 +400,9 @@ func (r *aheadReader) sample(line []byte) {
 }
 
 // bound is the low of a batch that begins now: the newest line sampled
-// more than r.w bytes back, or the blob's StartTime; or, higher, when the
-// blob's metadata says how late a line can be stored (blobsink.Meta.Late),
-// the newest line seen so far less that: proven, not assumed.
+// more than r.w bytes back (assumed), or the blob's StartTime; or, when
+// higher, and the blob's metadata says how late a line can be stored
+// (blobsink.Meta.Late), the newest line seen so far less that (proven).
 func (r *aheadReader) bound() int64 {
 	n := 0
 	for _, sm := range r.samples {

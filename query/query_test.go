@@ -46,6 +46,7 @@ func runSuite(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
 	t.Run("DescReadsTheEnd", func(t *testing.T) { testDescReadsTheEnd(t, &countingStore{Store: newStore(t)}) })
 	t.Run("FirstBeforeTheEnd", func(t *testing.T) { testFirstBeforeTheEnd(t, newStore(t)) })
 	t.Run("FirstByLateness", func(t *testing.T) { testFirstByLateness(t, newStore(t)) })
+	t.Run("LatenessCoversTheListing", func(t *testing.T) { testLatenessCoversTheListing(t, newStore(t)) })
 }
 
 func testFixture(t *testing.T, cs *countingStore, f *fixture) {

@@ -51,6 +51,9 @@ func (s *sorter) fits(n int) bool {
 	grow := 0
 	if s.cur < 0 || len(s.slabs[s.cur])+n+1 > cap(s.slabs[s.cur]) {
 		grow = max(n+1, s.slab)
+		if s.cur >= 0 && s.live[s.cur] == 0 {
+			grow -= cap(s.slabs[s.cur]) // newSlab frees it first
+		}
 	}
 	return s.bytes()+grow+recSize <= s.budget
 }

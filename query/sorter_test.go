@@ -102,3 +102,31 @@ func TestSorterLetsLongLinesGo(t *testing.T) {
 		t.Fatalf("a spare slab too small was filled: %d bytes for a %d-byte line", cap(s.slabs[s.cur]), 2*slabSize)
 	}
 }
+
+// TestSorterRefillsAFullSlabLeftEmpty: the slab being filled, full, whose
+// lines have all been handed out, is written again: a buffer at its budget
+// has room for the next line.
+func TestSorterRefillsAFullSlabLeftEmpty(t *testing.T) {
+	s := newSorter(1 << 20)
+	s.budget = 2*s.slab + 1000*recSize
+	const line = 1000
+	per := s.slab / line
+	for i := range per {
+		addTimed(&s, int64(1000+i), line) // the first slab: newer lines
+	}
+	for i := range per {
+		addTimed(&s, int64(i), line) // the second: older, handed out first
+	}
+	if s.fits(line) {
+		t.Fatalf("two full slabs and a third in a budget of two: fits")
+	}
+	s.sortByTime()
+	s.drop(per)
+	if !s.fits(line) {
+		t.Fatalf("the full slab being filled has no line left, yet a line does not fit (%d bytes of %d)", s.bytes(), s.budget)
+	}
+	addTimed(&s, 5000, line)
+	if len(s.slabs) != 2 || s.bytes() > s.budget {
+		t.Fatalf("%d slabs, %d bytes of a %d budget", len(s.slabs), s.bytes(), s.budget)
+	}
+}
