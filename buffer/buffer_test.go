@@ -575,3 +575,23 @@ func TestCrashTwiceMidFlush(t *testing.T) {
 		t.Fatalf("after two crashes mid-flush storage holds\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestChunkGrowsInFewCopies feeds a new key batches of 40 KB: its first
+// chunk must reach FlushBytes in a few doublings, not in append's steps of
+// a quarter (about 20 copies of a growing buffer for a 4 MiB chunk).
+func TestChunkGrowsInFewCopies(t *testing.T) {
+	s := &stream{StreamDef: StreamDef{FlushBytes: 4 << 20}}
+	batch := make([]byte, 40<<10)
+	buf := s.chunkBuffer(len(batch), false)
+	copies := 0
+	for len(buf)+len(batch) <= int(s.FlushBytes) {
+		if len(buf)+len(batch) > cap(buf) {
+			buf = s.growChunk(buf, len(batch))
+			copies++
+		}
+		buf = append(buf, batch...)
+	}
+	if copies > 6 || cap(buf) != int(s.FlushBytes) {
+		t.Fatalf("a 4 MiB chunk filled 40 KB at a time was copied %d times and ended at capacity %d, want at most 6 copies and %d", copies, cap(buf), s.FlushBytes)
+	}
+}

@@ -2,7 +2,6 @@ package buffer
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"ingest/internal/retry"
@@ -62,7 +61,7 @@ type stream struct {
 	StreamDef
 	queue chan *keyBuf // keys due for a flush, for the stream's workers
 	retry retry.Policy // of its flushes
-	pool  sync.Pool    // flushed chunk buffers of FlushBytes capacity (*[]byte)
+	spare chan []byte  // flushed chunk buffers of FlushBytes capacity, for new chunks
 }
 
 // newStreams checks the registry and returns the buffer's streams.
@@ -88,7 +87,7 @@ func newStreams(defs []StreamDef, cfg *Config) ([]*stream, error) {
 		names[d.Name] = true
 		d.FlushBytes = chunkBytes(cfg, d.FlushBytes)
 		d.FlushAge = flushAge(cfg, d.FlushAge)
-		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16)}
+		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16), spare: make(chan []byte, spareChunks)}
 	}
 	return streams, nil
 }
