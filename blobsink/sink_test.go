@@ -449,6 +449,20 @@ func TestScanMeta(t *testing.T) {
 
 const LevelNoneForTest = logline.LevelNone
 
+// BenchmarkScanMeta reads the metadata of a flush's lines, of every level.
+func BenchmarkScanMeta(b *testing.B) {
+	var data []byte
+	for _, l := range logline.Levels() {
+		data = append(data, lines("bench", hour, 5000, l)...)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if m := scanMeta(data); m.Count != 30000 {
+			b.Fatalf("scanMeta counted %d lines, want 30000", m.Count)
+		}
+	}
+}
+
 func BenchmarkSinkFlushFile(b *testing.B) {
 	for _, c := range []Compression{CompressNone, CompressZstd} {
 		b.Run("compression="+string(c), func(b *testing.B) {
