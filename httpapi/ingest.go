@@ -312,6 +312,7 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	}
 	g := &st.batch.Groups()[i]
 	e.Service = g.Key[:st.keys[i].svcLen] // the line names the service as its blob does
+	e.ServiceToken = true
 	g.Data = st.enc.AppendLine(g.Data, e)
 	g.Events++
 	g.Tally[e.Level]++ // for the stats counters, the stream's observer

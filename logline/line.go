@@ -34,6 +34,9 @@ type Event struct {
 	// AppendLine copies it without looking for bytes to escape. A parser
 	// that has already scanned the message sets it.
 	MessagePlain bool
+	// ServiceToken promises that Service is already a token (AppendService
+	// or AppendToken wrote it), so AppendLine copies it as it is.
+	ServiceToken bool
 
 	scratch []byte // Parse unescapes the message here
 }
@@ -68,7 +71,11 @@ func (enc *Encoder) AppendLine(dst []byte, e *Event) []byte {
 	dst = append(dst, ';')
 	dst = append(dst, e.Level.String()...)
 	dst = append(dst, ';')
-	dst = AppendToken(dst, e.Service)
+	if e.ServiceToken {
+		dst = append(dst, e.Service...)
+	} else {
+		dst = AppendToken(dst, e.Service)
+	}
 	dst = append(dst, ';')
 	dst = AppendToken(dst, e.Host)
 	dst = append(dst, ';')
