@@ -343,14 +343,18 @@ func (s *stream) growChunk(buf []byte, n int) []byte {
 	return append(s.wholeChunk(), buf...)
 }
 
-// spareChunks is how many flushed chunk buffers a stream keeps for new
-// chunks. A sync.Pool lost them at every garbage collection, and a fresh
+// spareBytes bounds the flushed chunk buffers a stream keeps for new
+// chunks (at least one): 8 of the default 4 MiB, 2 of the login stream's
+// 16 MiB. A sync.Pool lost them at every garbage collection, and a fresh
 // buffer's pages fault in as batches are copied into it (in
 // BenchmarkIngestPath, 3,000 requests: 66,000-110,000 page faults with
 // the pool, 51,000-58,000 with spares). A new chunk takes a spare before
 // new memory, so spares are held only while the buffer holds less than
 // it did.
-const spareChunks = 8
+const spareBytes = 32 << 20
+
+// spareChunks is how many spares a stream of chunkBytes chunks keeps.
+func spareChunks(chunkBytes int64) int { return int(max(1, spareBytes/chunkBytes)) }
 
 // wholeChunk returns an empty buffer of FlushBytes capacity, a spare one
 // when the stream has one.
