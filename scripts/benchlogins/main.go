@@ -14,6 +14,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -30,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/spf13/pflag"
 
@@ -152,9 +154,11 @@ func rawRate(svc *aztables.ServiceClient, table string, n, parallel int) float64
 func dropDayTables(svc *aztables.ServiceClient) {
 	now := time.Now()
 	for _, t := range []string{tablesink.TableFor(now.UnixNano()), tablesink.TableFor(now.Add(24 * time.Hour).UnixNano())} {
-		if _, err := svc.DeleteTable(context.Background(), t, nil); err != nil && !strings.Contains(err.Error(), "TableNotFound") {
-			check(err)
+		_, err := svc.DeleteTable(context.Background(), t, nil)
+		if re := (*azcore.ResponseError)(nil); errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+			continue
 		}
+		check(err)
 	}
 }
 
