@@ -105,18 +105,27 @@ func (s *AzureStore) Batch(ctx context.Context, table string, ents []Entity) err
 	if len(ents) == 1 {
 		// One entity: a plain upsert is the same operation without the
 		// multipart envelope (the long tail of users gives many of these).
-		_, err := s.client(table).UpsertEntity(ctx, appendEntityJSON(nil, &ents[0]), &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
+		_, err := s.client(table).UpsertEntity(ctx, entityJSON(&ents[0]), &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
 		return s.batchErr(table, err)
 	}
 	actions := make([]aztables.TransactionAction, len(ents))
 	for i := range ents {
 		actions[i] = aztables.TransactionAction{
 			ActionType: aztables.TransactionTypeInsertReplace,
-			Entity:     appendEntityJSON(nil, &ents[i]),
+			Entity:     entityJSON(&ents[i]),
 		}
 	}
 	_, err := s.client(table).SubmitTransaction(ctx, actions, nil)
 	return s.batchErr(table, err)
+}
+
+// entityJSON is e's JSON for a request body: its checkedJSON when it has
+// one (the SDK only reads the body), else a new encoding.
+func entityJSON(e *Entity) []byte {
+	if e.checkedJSON != nil {
+		return e.checkedJSON
+	}
+	return appendEntityJSON(nil, e)
 }
 
 // batchErr maps a write's error; a 404 on a write can only be the table.

@@ -18,6 +18,9 @@ import (
 // the JSON type alone would lose the Edm type (Int64, Double, DateTime).
 // Both backends store this encoding, so they decode identically.
 func appendEntityJSON(dst []byte, e *Entity) []byte {
+	if e.checkedJSON != nil {
+		return append(dst, e.checkedJSON...)
+	}
 	dst = append(dst, `{"PartitionKey":`...)
 	dst = logline.AppendQuoted(dst, []byte(e.PartitionKey))
 	dst = append(dst, `,"RowKey":`...)

@@ -221,12 +221,14 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 	return s.deadLetter(ctx, key, rejected)
 }
 
-// parseRecords turns record lines into entities; the lines that cannot be
-// stored (unparseable, or over Azure's limits) come back as dead letters.
+// parseRecords turns record lines into entities, each with its JSON
+// (checkedJSON); the lines that cannot be stored (unparseable, or over
+// Azure's limits) come back as dead letters.
 func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []deadLetter) {
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	ents = make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
+	var enc []byte // the entities' JSON, in shared blocks
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -243,10 +245,26 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 			bad = append(bad, deadLetter{reason: "bad_record", err: err, record: line})
 			continue
 		}
+		if cap(enc)-len(enc) < entityBlockRoom {
+			enc = make([]byte, 0, entityBlockBytes)
+		}
+		start := len(enc)
+		enc = appendEntityJSON(enc, &e)
+		e.checkedJSON = enc[start:len(enc):len(enc)]
 		ents = append(ents, e)
 	}
 	return ents, bad
 }
+
+// The entities' JSON of a flush is written into blocks of entityBlockBytes,
+// one allocation for about a thousand entities; a block with less than
+// entityBlockRoom left (more than most entities take) is left for a new
+// one. A larger entity still fits: append moves the block's tail to a new
+// array, and the entities before it keep the old one.
+const (
+	entityBlockBytes = 256 << 10
+	entityBlockRoom  = 4 << 10
+)
 
 // withSaltedMarkers adds, for every user with attempts under a salted
 // partition, the user's salted marker in the user's unsalted partition: the

@@ -55,6 +55,12 @@ type Entity struct {
 	PartitionKey, RowKey string
 	Props                map[string]any
 	ETag                 string // set by Get and Query
+	// checkedJSON, when set, is the entity as appendEntityJSON writes it,
+	// made once CheckEntity accepted the entity (a login flush builds it
+	// with the entity): sizing the flush's transactions, checking them and
+	// sending them then neither encodes nor checks each entity again. Only
+	// code that builds an entity and never changes it afterwards sets it.
+	checkedJSON []byte
 }
 
 // The conditions a Store reports.
@@ -174,7 +180,11 @@ func validPropertyName(k string) bool {
 // batchCost is what one entity adds to a transaction's payload: its JSON
 // body plus the operation's request line and headers.
 func batchCost(e *Entity) int {
-	return entityJSONLen(e) + operationOverhead + 2*len(e.PartitionKey) + 2*len(e.RowKey)
+	n := len(e.checkedJSON)
+	if n == 0 {
+		n = entityJSONLen(e)
+	}
+	return n + operationOverhead + 2*len(e.PartitionKey) + 2*len(e.RowKey)
 }
 
 // CheckBatch enforces the rules of an entity group transaction: 1 to 100
@@ -194,8 +204,10 @@ func CheckBatch(ents []Entity) error {
 		if e.PartitionKey != ents[0].PartitionKey {
 			return fmt.Errorf("cannot submit a transaction over two partitions (%q and %q): an entity group transaction is one partition", ents[0].PartitionKey, e.PartitionKey)
 		}
-		if err := CheckEntity(e); err != nil {
-			return err
+		if e.checkedJSON == nil {
+			if err := CheckEntity(e); err != nil {
+				return err
+			}
 		}
 		size += batchCost(e)
 		rks = append(rks, e.RowKey)
