@@ -356,8 +356,9 @@ func ingestRate(bin, dir, conn string, n, users int, args []string) (rate, reque
 	s.waitStored(float64(rep.EventsAccepted))
 	elapsed := time.Since(start)
 	written, requests := s.metric("ingest_login_entities_written_total"), s.metric("ingest_login_write_requests_total")
-	fmt.Printf("      (posted in %.1f s, first write request at %.1f s, first entity written at %.1f s, all at %.1f s, %.0f login flushes)\n",
-		posted.Seconds(), (<-firstRequest).Seconds(), (<-firstWrite).Seconds(), elapsed.Seconds(), s.metric(`ingest_flushes_total{stream="logins"}`))
+	fmt.Printf("      (posted in %.1f s, first write request at %.1f s, first entity written at %.1f s, all at %.1f s, %.0f login flushes, %.0f buffered bytes an attempt)\n",
+		posted.Seconds(), (<-firstRequest).Seconds(), (<-firstWrite).Seconds(), elapsed.Seconds(), s.metric(`ingest_flushes_total{stream="logins"}`),
+		s.metric(`ingest_flushed_bytes_total{stream="logins"}`)/float64(rep.EventsAccepted))
 	return float64(rep.EventsAccepted) / elapsed.Seconds(), requests / written * 1000
 }
 
