@@ -108,8 +108,9 @@ func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err
 // recordEntity parses one record line into the entity stored for it:
 // User, Time (Edm.DateTime), Success, IP, UA, ID, and Props (the other fields
 // as one JSON string: Azure property names must be identifiers, and at most
-// 252 of them, which arbitrary client fields would not respect).
-func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
+// 252 of them, which arbitrary client fields would not respect). Its
+// strings are in a.
+func recordEntity(p *fastjson.Parser, a *arena, line []byte) (Entity, error) {
 	v, err := p.ParseBytes(line)
 	if err != nil {
 		return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
@@ -130,11 +131,11 @@ func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
 	} else if user, t, id, err = shard.ParseRowKey(rk); err != nil {
 		return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
 	}
-	e := Entity{PartitionKey: string(pk), RowKey: string(rk), Props: make(map[string]any, 8)}
-	e.Props["User"] = validUTF8(user)
+	e := Entity{PartitionKey: a.str(pk), RowKey: a.str(rk), Props: make(map[string]any, 8)}
+	e.Props["User"] = a.validUTF8(user)
 	e.Props["Time"] = time.Unix(0, t).UTC()
 	if len(id) > 0 {
-		e.Props["ID"] = validUTF8(id)
+		e.Props["ID"] = a.validUTF8(id)
 	}
 	if sv := v.Get("s"); sv != nil {
 		b, err := sv.Bool()
@@ -145,14 +146,15 @@ func recordEntity(p *fastjson.Parser, line []byte) (Entity, error) {
 	}
 	for _, f := range [...][2]string{{"ip", "IP"}, {"ua", "UA"}} {
 		if b := v.GetStringBytes(f[0]); len(b) > 0 {
-			e.Props[f[1]] = string(b)
+			e.Props[f[1]] = a.str(b)
 		}
 	}
 	if pv := v.Get("p"); pv != nil {
 		if pv.Type() != fastjson.TypeObject {
 			return Entity{}, errors.New("cannot parse login record: p is not an object")
 		}
-		e.Props["Props"] = string(pv.MarshalTo(nil))
+		a.scratch = pv.MarshalTo(a.scratch[:0])
+		e.Props["Props"] = a.str(a.scratch)
 	}
 	if err := CheckEntity(&e); err != nil {
 		return Entity{}, err

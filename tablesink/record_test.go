@@ -33,7 +33,7 @@ func TestAppendRecord(t *testing.T) {
 		t.Fatalf("record:\n%s\nwant:\n%s", out, want)
 	}
 	var p fastjson.Parser
-	e, err := recordEntity(&p, bytes.TrimSpace(out[5:]))
+	e, err := recordEntity(&p, new(arena), bytes.TrimSpace(out[5:]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			return // refused input is fine; what is accepted must round-trip
 		}
 		var p fastjson.Parser
-		e, err := recordEntity(&p, bytes.TrimSuffix(out, []byte("\n")))
+		e, err := recordEntity(&p, new(arena), bytes.TrimSuffix(out, []byte("\n")))
 		if err != nil {
 			t.Fatalf("record %q does not parse: %v", out, err)
 		}

@@ -228,7 +228,7 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	ents = make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
-	var enc []byte // the entities' JSON, in shared blocks
+	var a arena
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -239,32 +239,17 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := recordEntity(p, line)
+		e, err := recordEntity(p, &a, line)
 		if err != nil {
 			s.log.Warn("a login record cannot be stored", "table", table, "line", n, "err", err)
 			bad = append(bad, deadLetter{reason: "bad_record", err: err, record: line})
 			continue
 		}
-		if cap(enc)-len(enc) < entityBlockRoom {
-			enc = make([]byte, 0, entityBlockBytes)
-		}
-		start := len(enc)
-		enc = appendEntityJSON(enc, &e)
-		e.checkedJSON = enc[start:len(enc):len(enc)]
+		e.checkedJSON = a.entityJSON(&e)
 		ents = append(ents, e)
 	}
 	return ents, bad
 }
-
-// The entities' JSON of a flush is written into blocks of entityBlockBytes,
-// one allocation for about a thousand entities; a block with less than
-// entityBlockRoom left (more than most entities take) is left for a new
-// one. A larger entity still fits: append moves the block's tail to a new
-// array, and the entities before it keep the old one.
-const (
-	entityBlockBytes = 256 << 10
-	entityBlockRoom  = 4 << 10
-)
 
 // withSaltedMarkers adds, for every user with attempts under a salted
 // partition, the user's salted marker in the user's unsalted partition: the
