@@ -66,3 +66,17 @@ func zipfRecords(tb testing.TB, s *Sink, n int) (string, []byte) {
 	}
 	return key, data
 }
+
+// BenchmarkParseRecords is the parse alone, the part of a flush before
+// its first request.
+func BenchmarkParseRecords(b *testing.B) {
+	const n = 60000
+	s := newTestSink(b, nullStore{}, testConfig())
+	key, data := zipfRecords(b, s, n)
+	b.SetBytes(int64(len(data)))
+	cpu := benchcpu.Start()
+	for b.Loop() {
+		s.parseRecords(key, data)
+	}
+	benchcpu.Report(b, cpu, n, "attempt")
+}
