@@ -190,3 +190,27 @@ func FuzzDecodeEntity(f *testing.F) {
 		}
 	})
 }
+
+// TestParseRecordsArena: the entities of a flush share the arena's blocks
+// (their strings view them); once the whole flush is parsed, over many
+// blocks, every entity still encodes to the JSON it was checked with, and
+// its strings are those of its own record.
+func TestParseRecordsArena(t *testing.T) {
+	s := newTestSink(t, nullStore{}, testConfig())
+	key, data := zipfRecords(t, s, 5000) // about 1.6 MiB of JSON: several blocks
+	ents, bad := s.parseRecords(key, data)
+	if len(ents) != 5000 || len(bad) != 0 {
+		t.Fatalf("%d entities and %d dead letters, want 5000 and 0", len(ents), len(bad))
+	}
+	var p fastjson.Parser
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	for i := range ents {
+		want, err := recordEntity(&p, new(arena), lines[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEntityJSON(nil, &Entity{PartitionKey: ents[i].PartitionKey, RowKey: ents[i].RowKey, Props: ents[i].Props}); !bytes.Equal(got, appendEntityJSON(nil, &want)) || !bytes.Equal(got, ents[i].checkedJSON) {
+			t.Fatalf("entity %d encodes to\n%s\nwith the JSON\n%s\nwant\n%s", i, got, ents[i].checkedJSON, appendEntityJSON(nil, &want))
+		}
+	}
+}
