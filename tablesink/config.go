@@ -28,15 +28,20 @@ type Config struct {
 
 // DefaultConfig returns the defaults: 60 days, 16 transactions in flight
 // (a flush holds a few transactions per bucket; several in flight keep
-// the service busy while each round trip waits), flushes of 16 MiB, 5
+// the service busy while each round trip waits), flushes of 8 MiB, 5
 // tries, the host name as instance.
 //
-// Why 16 MiB: a transaction covers one bucket, so a flush of n attempts
-// costs about one request per bucket and per 100 of its attempts. An
-// attempt takes about 320 bytes in the buffer: 4 MiB (--flush-bytes) is
-// some 13,000 attempts, 51 per bucket of 256, one half-full transaction
-// each, about 20 requests per 1,000 attempts; 16 MiB is some 52,000, about
-// 200 per bucket, 14 requests per 1,000 (10 is the floor).
+// Why 8 MiB: a transaction covers one bucket, so a flush of n attempts
+// costs about one request per bucket and per 100 of its attempts, and at
+// least one per bucket it touches. An attempt takes about 225 bytes in the
+// buffer (the load generator's): 4 MiB (--flush-bytes) is some 18,600
+// attempts, 73 per bucket of 256, one transaction each and a second for
+// the busiest buckets, about 17 requests per 1,000 attempts; 8 MiB is some
+// 37,000, 146 per bucket, about 14 per 1,000; 16 MiB some 74,000, about
+// 12 (10 is the floor). But the first request of a burst waits for its
+// first full chunk, or for the burst's end: with 8 MiB a burst of 60,000
+// attempts is written while it still arrives, in two flushes (14 requests
+// per 1,000, where one 16 MiB flush takes 12, after the burst).
 //
 // Why 10 s and 500 ms: for the same reason a flush of a few attempts costs
 // nearly as much as a full one, so the login attempts of a day are not
@@ -46,7 +51,7 @@ type Config struct {
 // an attempt within about 10 s even under a steady trickle.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
-	return Config{RetentionDays: 60, Parallel: 16, FlushBytes: 16 << 20, FlushInterval: 10 * time.Second, FlushQuiet: 500 * time.Millisecond,
+	return Config{RetentionDays: 60, Parallel: 16, FlushBytes: 8 << 20, FlushInterval: 10 * time.Second, FlushQuiet: 500 * time.Millisecond,
 		Retries: 5, Instance: host, Shard: shard.DefaultConfig()}
 }
 
@@ -54,7 +59,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.RetentionDays, "login-retention-days", c.RetentionDays, "keep login attempts this many days: older day tables are deleted whole, attempts older than this are refused")
 	fs.IntVar(&c.Parallel, "login-flush-parallel", c.Parallel, "entity group transactions in flight per login table flush")
-	flagutil.BytesVar(fs, &c.FlushBytes, "login-flush-bytes", c.FlushBytes, "flush the login attempts of a day when they hold this many bytes (instead of --flush-bytes): larger flushes fill more of each bucket's 100-entity transactions (at most a quarter of --buffer-bytes, at least --flush-bytes)")
+	flagutil.BytesVar(fs, &c.FlushBytes, "login-flush-bytes", c.FlushBytes, "flush the login attempts of a day when they hold this many bytes (instead of --flush-bytes): larger flushes fill more of each bucket's 100-entity transactions, smaller ones start writing a burst sooner (at most a quarter of --buffer-bytes, at least --flush-bytes)")
 	fs.DurationVar(&c.FlushInterval, "login-flush-interval", c.FlushInterval, "flush the login attempts of a day at the latest when the oldest is this old (instead of --flush-interval; with --ack flush, --flush-interval if shorter)")
 	fs.DurationVar(&c.FlushQuiet, "login-flush-quiet", c.FlushQuiet, "flush the login attempts of a day as soon as none has arrived for this long (0: only by size and --login-flush-interval)")
 	fs.IntVar(&c.Retries, "login-flush-retries", c.Retries, "tries of one transaction on transient storage errors (503, 500, timeouts) before the flush fails and is retried later")
