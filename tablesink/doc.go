@@ -45,7 +45,9 @@
 // whole chunk into entity group transactions (at most 100 entities and
 // 4 MiB, one partition each, a RowKey at most once), and upserts them,
 // --login-flush-parallel at a time, so a replayed or retried flush
-// duplicates nothing. Retries go through the shared retry policy
+// duplicates nothing. Each entity's JSON is made once, when Write builds
+// and checks it (its strings and JSON in blocks shared by the flush): the
+// transactions are sized, checked and sent with it. Retries go through the shared retry policy
 // (internal/retry): throttling (503 ServerBusy, 429) backs off
 // exponentially with jitter, up to 10 s a wait and about a minute per
 // transaction, other transient errors (500, timeouts, resets) up to
