@@ -100,6 +100,7 @@ func main() {
 		median(raws), median(ingests), median(ratios), median(reqs))
 
 	if *tailReads > 0 { // 0: the row pairs only
+		dropDayTables(svc) // the day table holds what the reads' description says, not the last row's attempts too
 		tailLatency(bin, dir, conn, *tailAttempts, *tailOthers, *tailReads)
 		attackReport(bin, dir, conn)
 	}
