@@ -344,8 +344,8 @@ func (s *stream) growChunk(buf []byte, n int) []byte {
 }
 
 // spareBytes bounds the flushed chunk buffers a stream keeps for new
-// chunks (at least one): 8 of the default 4 MiB, 2 of the login stream's
-// 16 MiB. A sync.Pool lost them at every garbage collection, and a fresh
+// chunks (at least one): 8 of the default 4 MiB, 4 of the login stream's
+// 8 MiB. A sync.Pool lost them at every garbage collection, and a fresh
 // buffer's pages fault in as batches are copied into it (in
 // BenchmarkIngestPath, 3,000 requests: 66,000-110,000 page faults with
 // the pool, 51,000-58,000 with spares). A new chunk takes a spare before
