@@ -83,7 +83,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.IntBytesVar(fs, &c.MaxLineBytes, "query-max-line-bytes", c.MaxLineBytes, "longest stored line a query reads; longer lines are skipped and counted")
 	fs.IntVar(&c.MaxOpenBlobs, "query-max-open-blobs", c.MaxOpenBlobs, "blobs a query keeps open at once while merging an hour")
 	flagutil.IntBytesVar(fs, &c.ReadAheadBytes, "query-read-ahead-bytes", c.ReadAheadBytes, "matching lines a query reads ahead, shared by its open blobs beyond 128 KiB each")
-	flagutil.IntBytesVar(fs, &c.ReorderBytes, "query-reorder-bytes", c.ReorderBytes, "how far (bytes of its blob) an event may be stored from its place in time order for newest-first reading to stay exact; a blob is read at least this deep from its end")
+	flagutil.IntBytesVar(fs, &c.ReorderBytes, "query-reorder-bytes", c.ReorderBytes, "how far (bytes of its blob) an event may be stored from its place in time order for output to stay exact; a blob is read this far past an event before it goes out, or this deep from its end newest first, unless its Lateness metadata allows less")
 }
 
 // Validate checks the settings; zero values stand for the defaults. It
