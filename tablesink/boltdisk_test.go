@@ -2,8 +2,6 @@ package tablesink
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,22 +17,12 @@ import (
 // every flushBytes of records, and returns the day table's name.
 func writeZipfAttempts(tb testing.TB, s *Sink, n, flushBytes int) string {
 	tb.Helper()
-	now := day0
-	s.now = func() time.Time { return now }
-	r := rand.New(rand.NewPCG(1, 2))
-	zipf := rand.NewZipf(r, 1.1, 1, 99999)
 	uas := []string{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36", "okhttp/4.12.0", "curl/8.11.0"}
 	var data []byte
 	var key string
-	for i := range n {
-		now = day0.Add(time.Duration(i) * 80 * time.Microsecond)
-		rank := zipf.Uint64()
-		a := Attempt{Time: now.UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", rank),
-			ID: fmt.Appendf(nil, "01JDQ8%020d", i), IP: fmt.Appendf(nil, "203.0.%d.%d", rank>>8&255, rank&255),
-			UA: []byte(uas[i%len(uas)]), HasSuccess: true, Success: i%13 != 0,
-			Props: []byte(`{"method":"password"}`)}
+	eachZipfAttempt(s, n, func(i int) string { return uas[i%len(uas)] }, func(i int, a *Attempt) {
 		var err error
-		key, data, err = s.AppendRecord(data, &a)
+		key, data, err = s.AppendRecord(data, a)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -44,7 +32,7 @@ func writeZipfAttempts(tb testing.TB, s *Sink, n, flushBytes int) string {
 			}
 			data = data[:0]
 		}
-	}
+	})
 	return key
 }
 

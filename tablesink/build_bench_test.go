@@ -45,26 +45,35 @@ func BenchmarkBuildFlush(b *testing.B) {
 // 1.1, as the load generator draws them, 12,500 a second) and their key.
 func zipfRecords(tb testing.TB, s *Sink, n int) (string, []byte) {
 	tb.Helper()
+	var data []byte
+	var key string
+	eachZipfAttempt(s, n, func(int) string { return "Mozilla/5.0 (X11; Linux x86_64)" }, func(_ int, a *Attempt) {
+		var err error
+		key, data, err = s.AppendRecord(data, a)
+		if err != nil {
+			tb.Fatal(err)
+		}
+	})
+	return key, data
+}
+
+// eachZipfAttempt calls fn with n login attempts of 100,000 users (Zipf
+// 1.1, 12,500 a second from day0, user agents from ua), the sink's clock
+// set to each one's time.
+func eachZipfAttempt(s *Sink, n int, ua func(i int) string, fn func(i int, a *Attempt)) {
 	now := day0
 	s.now = func() time.Time { return now }
 	r := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(r, 1.1, 1, 99999)
-	var data []byte
-	var key string
 	for i := range n {
 		now = day0.Add(time.Duration(i) * 80 * time.Microsecond)
 		rank := zipf.Uint64()
 		a := Attempt{Time: now.UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", rank),
 			ID: fmt.Appendf(nil, "01JDQ8%020d", i), IP: fmt.Appendf(nil, "203.0.%d.%d", rank>>8&255, rank&255),
-			UA: []byte("Mozilla/5.0 (X11; Linux x86_64)"), HasSuccess: true, Success: i%13 != 0,
+			UA: []byte(ua(i)), HasSuccess: true, Success: i%13 != 0,
 			Props: []byte(`{"method":"password"}`)}
-		var err error
-		key, data, err = s.AppendRecord(data, &a)
-		if err != nil {
-			tb.Fatal(err)
-		}
+		fn(i, &a)
 	}
-	return key, data
 }
 
 // BenchmarkParseRecords is the parse alone, the part of a flush before
