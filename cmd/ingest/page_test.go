@@ -112,16 +112,21 @@ func TestQueryPage(t *testing.T) {
 
 	link := s.url + "/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&level=warn"
 	var status, legend, firstRow, detail, service, level string
+	var loaded []string
 	var bars bool
 	poll := func(expr string, res any) chromedp.Action {
 		return chromedp.Poll(expr, res, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
 	}
 	err := chromedp.Run(bctx,
 		chromedp.Navigate(link),
-		poll(`/events? in /.test(document.getElementById('status').textContent) && document.getElementById('legend').textContent !== ''`, nil),
-		chromedp.Text("#status", &status, chromedp.ByQuery),
-		chromedp.Text("#legend", &legend, chromedp.ByQuery),
-		chromedp.Text("#rows .row", &firstRow, chromedp.ByQuery),
+		// One evaluation reads the status, the legend and the first row
+		// together, so they cannot come from two different renders.
+		poll(`(() => {
+			const status = document.getElementById('status').textContent;
+			const legend = document.getElementById('legend').textContent;
+			const row = document.querySelector('#rows .row');
+			return /events? in /.test(status) && legend !== '' && row ? [status, legend, row.textContent] : null;
+		})()`, &loaded),
 		chromedp.Value("#service", &service, chromedp.ByQuery),
 		chromedp.Value("#level", &level, chromedp.ByQuery),
 		// The histogram has bars: some canvas pixels are painted.
@@ -133,6 +138,7 @@ func TestQueryPage(t *testing.T) {
 		chromedp.Run(bctx, chromedp.Evaluate(`document.body.innerText.slice(0, 2000)`, &text))
 		t.Fatalf("loading %s: %v (status %q); page text:\n%s", link, err, status, text)
 	}
+	status, legend, firstRow = loaded[0], loaded[1], loaded[2]
 	if service != "api" || level != "warn" {
 		t.Fatalf("the link's state did not reach the controls: service %q level %q", service, level)
 	}
@@ -232,20 +238,24 @@ func TestQueryPageAsksForToken(t *testing.T) {
 	s.waitDrained()
 
 	bctx := headless(t, browser)
-	var status, row string
+	// The status and the first row are read in one evaluation: reading
+	// them in two steps could catch the row list between two renders.
+	var got []string
 	err = chromedp.Run(bctx,
 		chromedp.Navigate(s.url+"/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z"),
 		chromedp.WaitVisible("#auth", chromedp.ByQuery),
 		chromedp.SendKeys("#token", "s3cret-page-token", chromedp.ByQuery),
 		chromedp.Click(`#auth-form button[value=ok]`, chromedp.ByQuery),
-		chromedp.Poll(`/events? in /.test(document.getElementById('status').textContent)`, nil,
-			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)),
-		chromedp.Text("#status", &status, chromedp.ByQuery),
-		chromedp.Text("#rows .row", &row, chromedp.ByQuery),
+		chromedp.Poll(`(() => {
+			const status = document.getElementById('status').textContent;
+			const row = document.querySelector('#rows .row');
+			return /events? in /.test(status) && row ? [status, row.textContent] : null;
+		})()`, &got, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)),
 	)
-	if err != nil {
-		t.Fatalf("page with a token: %v (status %q)", err, status)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("page with a token: %v (got %q)", err, got)
 	}
+	status, row := got[0], got[1]
 	if !strings.HasPrefix(status, "1 event in") || !strings.Contains(row, "behind a token") {
 		t.Fatalf("status %q, row %q: want the one event", status, row)
 	}
