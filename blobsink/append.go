@@ -14,8 +14,8 @@ import (
 // A blob changed behind our back or gone abandons the writer; when our
 // block landed and another writer appended after it, append returns nil and
 // the writer is abandoned all the same.
-func (s *Sink) append(ctx context.Context, w *writer, offset int64, block []byte) error {
-	err := s.store.Append(ctx, w.name, offset, block)
+func (s *Sink) append(ctx context.Context, w *writer, offset int64, block [][]byte, size int) error {
+	err := s.store.Append(ctx, w.name, offset, block...)
 	if err == nil {
 		s.met.blocks.Inc()
 		return nil
@@ -38,9 +38,9 @@ func (s *Sink) append(ctx context.Context, w *writer, offset int64, block []byte
 		s.met.errors.WithLabelValues("append").Inc()
 		return fmt.Errorf("cannot append to blob %s (append position did not match) nor read its size: %w", w.name, serr)
 	}
-	end := offset + int64(len(block))
+	end := offset + int64(size)
 	if info.Size >= end {
-		ours, rerr := s.holds(ctx, w.name, offset, block)
+		ours, rerr := s.holds(ctx, w.name, offset, block, size)
 		if rerr != nil {
 			s.met.errors.WithLabelValues("append").Inc()
 			return fmt.Errorf("cannot append to blob %s (append position did not match) nor read it back: %w", w.name, rerr)
@@ -71,14 +71,21 @@ func (s *Sink) abandon(w *writer, why string) {
 	s.log.Warn("blob changed behind the writer's back: abandoning it, the next flush claims a new blob", "blob", w.name, "why", why)
 }
 
-// holds reports whether the blob has exactly block at offset.
-func (s *Sink) holds(ctx context.Context, name string, offset int64, block []byte) (bool, error) {
-	got, err := readRange(ctx, s.store, name, offset, len(block))
+// holds reports whether the blob has exactly block (size bytes in pieces)
+// at offset.
+func (s *Sink) holds(ctx context.Context, name string, offset int64, block [][]byte, size int) (bool, error) {
+	got, err := readRange(ctx, s.store, name, offset, size)
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(got, block), nil
+	for _, p := range block {
+		if !bytes.Equal(got[:len(p)], p) {
+			return false, nil
+		}
+		got = got[len(p):]
+	}
+	return true, nil
 }

@@ -1,7 +1,6 @@
 package blobsink
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/appendblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -125,13 +123,15 @@ func (s *AzureStore) Create(ctx context.Context, name string, meta map[string]st
 	return wrapAzure("create blob "+s.name+"/"+name, err)
 }
 
-// Append implements Store: Append Block with the append-position condition.
-// Blocks over MaxAppendBytes are refused before anything is sent.
-func (s *AzureStore) Append(ctx context.Context, name string, offset int64, block []byte) error {
-	if len(block) > MaxAppendBytes {
-		return &refusal{fmt.Sprintf("cannot append %d bytes to blob %s/%s: a block holds at most %d bytes (MaxAppendBytes); split it", len(block), s.name, name, MaxAppendBytes)}
+// Append implements Store: Append Block with the append-position condition,
+// the pieces sent one after another as its body. Blocks over
+// MaxAppendBytes are refused before anything is sent.
+func (s *AzureStore) Append(ctx context.Context, name string, offset int64, block ...[]byte) error {
+	body := newPiecesReader(block)
+	if body.size > MaxAppendBytes {
+		return &refusal{fmt.Sprintf("cannot append %d bytes to blob %s/%s: a block holds at most %d bytes (MaxAppendBytes); split it", body.size, s.name, name, MaxAppendBytes)}
 	}
-	if len(block) == 0 {
+	if body.size == 0 {
 		// Azure refuses empty blocks; an empty append only checks the position.
 		info, err := s.Stat(ctx, name)
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *AzureStore) Append(ctx context.Context, name string, offset int64, bloc
 		}
 		return nil
 	}
-	_, err := s.appendBlob(name).AppendBlock(ctx, streaming.NopCloser(bytes.NewReader(block)), &appendblob.AppendBlockOptions{
+	_, err := s.appendBlob(name).AppendBlock(ctx, body, &appendblob.AppendBlockOptions{
 		AppendPositionAccessConditions: &appendblob.AppendPositionAccessConditions{AppendPosition: &offset},
 	})
 	switch {
@@ -153,7 +153,7 @@ func (s *AzureStore) Append(ctx context.Context, name string, offset int64, bloc
 	case bloberror.HasCode(err, bloberror.BlobNotFound):
 		return ErrNotFound
 	}
-	return wrapAzure(fmt.Sprintf("append %d bytes at offset %d to blob %s/%s", len(block), offset, s.name, name), err)
+	return wrapAzure(fmt.Sprintf("append %d bytes at offset %d to blob %s/%s", body.size, offset, s.name, name), err)
 }
 
 // SetMetadata implements Store. It changes the blob's ETag, not its content

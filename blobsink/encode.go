@@ -6,16 +6,60 @@ import (
 	"fmt"
 )
 
-// encode splits data into blocks at line boundaries and compresses them.
-// A block carries up to ChunkBytes of lines (Azure's append limit by
-// default), so a flush of --flush-bytes is one append. A compressed block
-// that comes out over ChunkBytes (incompressible lines grow a little) is
-// split again with half the lines, until it fits.
-func (s *Sink) encode(data []byte) ([]chunk, error) {
-	var chunks []chunk
+// encode splits data (pieces of one run of lines, each ending at a line's
+// end) into blocks at line boundaries and compresses them. A block
+// carries up to ChunkBytes of lines (Azure's append limit by default), so
+// a flush of --flush-bytes, or of several chunks the buffer joined, is one
+// append. A plain block keeps the pieces it is made of: the append sends
+// them one after another, nothing is copied.
+func (s *Sink) encode(data [][]byte) ([]chunk, error) {
 	// A block never exceeds a whole blob, so every blob stays under
 	// --blob-max-bytes (unless one line alone is larger).
 	full := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
+	if s.cfg.Compression == CompressNone {
+		return splitPlain(data, full), nil
+	}
+	// The compressor reads every byte anyway; one copy into a single run
+	// costs little beside it.
+	if len(data) > 1 {
+		data = [][]byte{bytes.Join(data, nil)}
+	}
+	var one []byte
+	if len(data) == 1 {
+		one = data[0]
+	}
+	return s.encodeCompressed(one, full)
+}
+
+// splitPlain cuts the pieces into blocks of whole lines of up to limit
+// bytes, each block the (parts of) pieces it spans.
+func splitPlain(data [][]byte, limit int) []chunk {
+	var chunks []chunk
+	var b chunk
+	for _, p := range data {
+		for len(p) > 0 {
+			n := cut(p, limit-b.raw)
+			if n > limit-b.raw && b.raw > 0 {
+				// Not even one more line fits behind what the block holds.
+				chunks = append(chunks, b)
+				b = chunk{}
+				continue
+			}
+			b.add(p[:n])
+			p = p[n:]
+		}
+	}
+	if b.raw > 0 {
+		chunks = append(chunks, b)
+	}
+	return chunks
+}
+
+// encodeCompressed splits data into compressed blocks. A compressed block
+// that comes out over ChunkBytes (incompressible lines grow a little) is
+// split again with half the lines, until it fits.
+func (s *Sink) encodeCompressed(data []byte, full int) ([]chunk, error) {
+	var chunks []chunk
 	limit := full
 	for len(data) > 0 {
 		n := cut(data, limit)
@@ -33,7 +77,7 @@ func (s *Sink) encode(data []byte) ([]chunk, error) {
 				return nil, fmt.Errorf("cannot append a %d-byte block: over the %d-byte limit (a line longer than a block?)", len(encoded), MaxAppendBytes)
 			}
 		}
-		chunks = append(chunks, chunk{raw: raw, encoded: encoded, meta: scanMeta(raw)})
+		chunks = append(chunks, chunk{raw: n, encoded: [][]byte{encoded}, size: len(encoded), meta: scanMeta(raw)})
 		data = data[n:]
 		limit = full
 	}
@@ -46,7 +90,7 @@ func cut(data []byte, limit int) int {
 	if len(data) <= limit {
 		return len(data)
 	}
-	if n := bytes.LastIndexByte(data[:limit], '\n') + 1; n > 0 {
+	if n := bytes.LastIndexByte(data[:max(limit, 0)], '\n') + 1; n > 0 {
 		return n
 	}
 	if n := bytes.IndexByte(data, '\n') + 1; n > 0 {

@@ -77,7 +77,7 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 }
 
 // Append implements Store.
-func (s *FileStore) Append(_ context.Context, name string, offset int64, block []byte) error {
+func (s *FileStore) Append(_ context.Context, name string, offset int64, block ...[]byte) error {
 	p, err := s.path(name)
 	if err != nil {
 		return err
@@ -97,15 +97,19 @@ func (s *FileStore) Append(_ context.Context, name string, offset int64, block [
 	if st.Size() != offset {
 		return ErrAppendPosition
 	}
-	if _, err := f.WriteAt(block, offset); err != nil {
-		// Leave no partial block behind: the append either lands whole or not.
-		_ = f.Truncate(offset)
-		return err
+	end := offset
+	for _, p := range block {
+		if _, err := f.WriteAt(p, end); err != nil {
+			// Leave no partial block behind: the append either lands whole or not.
+			_ = f.Truncate(offset)
+			return err
+		}
+		end += int64(len(p))
 	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	pagecache.Drop(f, offset, int64(len(block)))
+	pagecache.Drop(f, offset, end-offset)
 	return nil
 }
 

@@ -26,11 +26,33 @@ type intentChunk struct {
 	Meta   Meta   `json:"m"`
 }
 
-// chunk is one planned block.
+// chunk is one planned block, in pieces.
 type chunk struct {
-	raw     []byte
-	encoded []byte
+	raw     int      // bytes of lines it carries
+	encoded [][]byte // the block as appended: the lines themselves, or one compressed frame
+	size    int      // bytes of encoded in all
 	meta    Meta
+}
+
+// add appends a piece of plain lines to the block.
+func (c *chunk) add(lines []byte) {
+	m := scanMeta(lines)
+	if len(c.encoded) > 0 {
+		m = c.meta.Merge(m)
+	}
+	c.encoded = append(c.encoded, lines)
+	c.raw += len(lines)
+	c.size += len(lines)
+	c.meta = m
+}
+
+// checksum is the CRC-32C of the block's bytes.
+func (c *chunk) checksum() uint32 {
+	var sum uint32
+	for _, p := range c.encoded {
+		sum = crc32.Update(sum, crcTable, p)
+	}
+	return sum
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -44,7 +66,7 @@ func (s *Sink) plan(ctx context.Context, key string, w *writer, chunks []chunk) 
 	in.Blobs = append(in.Blobs, intentBlob{Name: w.name, Base: w.meta})
 	offset, blocks := w.size, w.blocks
 	for _, c := range chunks {
-		if !fits(&s.cfg, offset, blocks, len(c.encoded)) {
+		if !fits(&s.cfg, offset, blocks, c.size) {
 			nw, err := s.claim(ctx, key, ws[len(ws)-1].seq+1)
 			if err != nil {
 				return intent{}, nil, err
@@ -53,9 +75,9 @@ func (s *Sink) plan(ctx context.Context, key string, w *writer, chunks []chunk) 
 			in.Blobs = append(in.Blobs, intentBlob{Name: nw.name})
 			offset, blocks = 0, 0
 		}
-		in.Chunks = append(in.Chunks, intentChunk{Blob: len(ws) - 1, Offset: offset, Raw: len(c.raw), Stored: len(c.encoded),
-			Sum: crc32.Checksum(c.encoded, crcTable), Meta: c.meta})
-		offset += int64(len(c.encoded))
+		in.Chunks = append(in.Chunks, intentChunk{Blob: len(ws) - 1, Offset: offset, Raw: c.raw, Stored: c.size,
+			Sum: c.checksum(), Meta: c.meta})
+		offset += int64(c.size)
 		blocks++
 	}
 	return in, ws, nil

@@ -50,7 +50,7 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 // Flush implements the buffer's Flusher: it appends data to the key's blob,
 // claiming new blobs as they fill, and returns the bytes stored. It journals
 // its plan before writing a byte, so recovery (Landed) can finish it.
-func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func([]byte) error) (int, error) {
+func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, journal func([]byte) error) (int, error) {
 	chunks, err := s.encode(data)
 	if err != nil {
 		return 0, err
@@ -74,7 +74,7 @@ func (s *Sink) Flush(ctx context.Context, key string, data []byte, journal func(
 	if err != nil {
 		return stored, err
 	}
-	s.met.appended.Add(float64(len(data)))
+	s.met.appended.Add(float64(stored))
 	return stored, nil
 }
 
@@ -93,14 +93,14 @@ func (s *Sink) write(ctx context.Context, key string, in *intent, ws []*writer, 
 				return stored, err
 			}
 		}
-		if err := s.append(ctx, w, ic.Offset, c.encoded); err != nil {
+		if err := s.append(ctx, w, ic.Offset, c.encoded, c.size); err != nil {
 			// Metadata of what did land is brought up to date on the next
 			// flush or by recovery, so queries never skip these blocks.
 			s.setWriter(key, ws, ic.Blob)
 			return stored, err
 		}
-		w.appended(len(c.encoded), c.meta)
-		stored += len(c.raw)
+		w.appended(c.size, c.meta)
+		stored += c.raw
 		// Finish a blob's metadata as soon as the flush moves past it.
 		last := i+1 == len(chunks) || in.Chunks[i+1].Blob != ic.Blob
 		if last || !w.open() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +47,14 @@ func readAll(t *testing.T, s Store, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	switch CompressionOf(name) {
+	return decompress(t, CompressionOf(name), b)
+}
+
+// decompress returns the lines of b, blocks compressed as c.
+func decompress(t *testing.T, c Compression, b []byte) []byte {
+	t.Helper()
+	var err error
+	switch c {
 	case CompressZstd:
 		var d *zstd.Decoder
 		if d, err = zstd.NewReader(bytes.NewReader(b)); err == nil {
@@ -114,11 +122,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("api", hour)
 		data := append(lines("api", hour.Add(4*time.Minute), 10, logline.LevelInfo), lines("api", hour.Add(2*time.Minute), 5, logline.LevelError)...)
-		if n, err := s.Flush(context.Background(), key, data, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		more := lines("api", hour.Add(50*time.Minute), 3, logline.LevelWarn)
-		if _, err := s.Flush(context.Background(), key, more, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{more}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -148,7 +156,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlobBytes: 4000, ChunkBytes: 1500})
 		key := HourPrefix("roll", hour)
 		data := lines("roll", hour, 100, logline.LevelInfo) // ~9 KB
-		if n, err := s.Flush(context.Background(), key, data, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		names := listNames(t, store, key+"/")
@@ -184,10 +192,10 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		a, b := newTestSink(t, store, Config{}), newTestSink(t, store, Config{})
 		da, db := lines("shared", hour, 5, logline.LevelInfo), lines("shared", hour.Add(time.Minute), 5, logline.LevelInfo)
-		if _, err := a.Flush(context.Background(), key, da, noJournal); err != nil {
+		if _, err := a.Flush(context.Background(), key, [][]byte{da}, noJournal); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Flush(context.Background(), key, db, noJournal); err != nil {
+		if _, err := b.Flush(context.Background(), key, [][]byte{db}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, store, BlobName(key, 3, CompressNone)); !bytes.Equal(got, da) {
@@ -207,7 +215,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			key := HourPrefix("z", hour)
 			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
 			for _, d := range [][]byte{d1, d2} {
-				if _, err := s.Flush(context.Background(), key, d, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{d}, noJournal); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -226,12 +234,12 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("lost", hour)
 		data := lines("lost", hour, 20, logline.LevelInfo)
-		n, err := s.Flush(context.Background(), key, data, noJournal)
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal)
 		if err == nil {
 			t.Fatal("the lost response was not reported")
 		}
 		// The buffer retries the rest; the sink finds the block already there.
-		if _, err := s.Flush(context.Background(), key, data[n:], noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, inner, BlobName(key, 1, CompressNone)); !bytes.Equal(got, data) {
@@ -243,11 +251,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		spy := &metaSpy{Store: inner}
 		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
 		key := HourPrefix("spy", hour)
-		if _, err := s.Flush(context.Background(), key, lines("spy", hour, 10, logline.LevelInfo), noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
-		if _, err := s.Flush(context.Background(), key, late, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{late}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if spy.appends < 3 || spy.uncovered > 0 {
@@ -259,7 +267,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlocks: 3, ChunkBytes: 500})
 		key := HourPrefix("blocks", hour)
 		data := lines("blocks", hour, 40, logline.LevelInfo) // ~8 blocks of 500 bytes
-		if _, err := s.Flush(context.Background(), key, data, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -281,7 +289,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		key := HourPrefix("crash", hour)
 		data := lines("crash", hour, 40, logline.LevelWarn) // several blocks; two land, then "crash"
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, func(b []byte) error { intent = b; return nil })
 		if err == nil || n == 0 || n == len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
 		}
@@ -297,7 +305,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
 		}
 		// The rest goes to a new blob: a restarted writer never appends to an old one.
-		if _, err := s2.Flush(context.Background(), key, data[landed:], noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -313,7 +321,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		for i := range 4 {
 			before := spy.writes
 			d := lines("meta", hour.Add(time.Duration(i)*time.Minute), 10+i, logline.LevelInfo)
-			if _, err := s.Flush(context.Background(), key, d, noJournal); err != nil {
+			if _, err := s.Flush(context.Background(), key, [][]byte{d}, noJournal); err != nil {
 				t.Fatal(err)
 			}
 			total += 10 + i
@@ -326,19 +334,72 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("metadata = %+v, %v; want %d events up to the last one", m, ok, total)
 		}
 	})
+	t.Run("JoinedChunksAreOneAppend", func(t *testing.T) {
+		spy := &metaSpy{Store: newStore(t)}
+		counter := &metaCounter{Store: spy}
+		s := newTestSink(t, counter, Config{})
+		key := HourPrefix("join", hour)
+		var pieces [][]byte
+		for i := range 4 { // four chunks the buffer joined, a late one among them
+			pieces = append(pieces, lines("join", hour.Add(time.Duration(10-3*i)*time.Minute), 20, logline.Level(1+i%3)))
+		}
+		data := bytes.Join(pieces, nil)
+		if n, err := s.Flush(context.Background(), key, pieces, noJournal); err != nil || n != len(data) {
+			t.Fatalf("Flush = %d, %v; want %d", n, err, len(data))
+		}
+		if spy.appends != 1 || counter.writes != 1 || spy.uncovered != 0 {
+			t.Fatalf("%d appends, %d metadata writes (%d appends not covered by the metadata), want one of each, covered", spy.appends, counter.writes, spy.uncovered)
+		}
+		name := BlobName(key, 1, CompressNone)
+		if got := readAll(t, spy, name); !bytes.Equal(got, data) {
+			t.Fatal("the blob does not hold the pieces in order")
+		}
+		m, ok := ParseMeta(stat(t, spy, name).Metadata)
+		if want := scanMeta(data); !ok || m != want {
+			t.Fatalf("metadata = %+v, %v; want that of the lines as one run, %+v", m, ok, want)
+		}
+	})
+	t.Run("LandedAcrossPieces", func(t *testing.T) {
+		inner := newStore(t)
+		store := &flakyStore{Store: inner, failAppendsAfter: 1}
+		s := newTestSink(t, store, Config{ChunkBytes: 1500})
+		key := HourPrefix("pieces", hour)
+		var pieces [][]byte
+		for i := range 4 { // blocks of 1,500 bytes span the pieces' boundaries
+			pieces = append(pieces, lines("pieces", hour.Add(time.Duration(i)*time.Minute), 9, logline.LevelInfo))
+		}
+		data := bytes.Join(pieces, nil)
+		var intent []byte
+		n, err := s.Flush(context.Background(), key, pieces, func(b []byte) error { intent = b; return nil })
+		if err == nil || n <= len(pieces[0]) || n >= len(data) {
+			t.Fatalf("Flush = %d, %v: want a partial flush past the first piece (%d bytes) and short of %d", n, err, len(pieces[0]), len(data))
+		}
+		s2 := newTestSink(t, inner, Config{ChunkBytes: 1500})
+		landed, err := s2.Landed(context.Background(), key, intent)
+		if err != nil || landed != n {
+			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
+		}
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, noJournal); err != nil {
+			t.Fatal(err)
+		}
+		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
+		if !bytes.Equal(all, data) {
+			t.Fatal("recovered blobs do not hold every line exactly once")
+		}
+	})
 	t.Run("FailedAppendMetadataCorrected", func(t *testing.T) {
 		store := &flakyStore{Store: newStore(t), failAppendsAfter: 1}
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("fail", hour)
-		if _, err := s.Flush(context.Background(), key, lines("fail", hour, 10, logline.LevelInfo), noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		// Sent ahead counting 30 more events, then the append fails.
-		if _, err := s.Flush(context.Background(), key, lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo), noJournal); err == nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, noJournal); err == nil {
 			t.Fatal("the failed append was not reported")
 		}
 		store.failAppendsAfter = 0
-		if _, err := s.Flush(context.Background(), key, lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo), noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		m, ok := ParseMeta(stat(t, store, BlobName(key, 1, CompressNone)).Metadata)
@@ -367,18 +428,18 @@ type metaSpy struct {
 	appends, uncovered int
 }
 
-func (m *metaSpy) Append(ctx context.Context, name string, offset int64, block []byte) error {
+func (m *metaSpy) Append(ctx context.Context, name string, offset int64, block ...[]byte) error {
 	m.appends++
 	info, err := m.Store.Stat(ctx, name)
 	if err != nil {
 		return err
 	}
 	meta, ok := ParseMeta(info.Metadata)
-	blockMeta := scanMeta(block)
+	blockMeta := scanMeta(bytes.Join(block, nil))
 	if !ok || meta.Start > blockMeta.Start || meta.End < blockMeta.End || meta.Levels&blockMeta.Levels != blockMeta.Levels {
 		m.uncovered++
 	}
-	return m.Store.Append(ctx, name, offset, block)
+	return m.Store.Append(ctx, name, offset, block...)
 }
 
 // flakyStore injects failures into a real store.
@@ -389,11 +450,11 @@ type flakyStore struct {
 	appends          int
 }
 
-func (f *flakyStore) Append(ctx context.Context, name string, offset int64, block []byte) error {
+func (f *flakyStore) Append(ctx context.Context, name string, offset int64, block ...[]byte) error {
 	if f.failAppendsAfter > 0 && f.appends >= f.failAppendsAfter {
 		return errors.New("connection reset")
 	}
-	err := f.Store.Append(ctx, name, offset, block)
+	err := f.Store.Append(ctx, name, offset, block...)
 	f.appends++
 	if err == nil && f.loseAfterAppend > 0 {
 		f.loseAfterAppend--
@@ -420,7 +481,7 @@ func TestTornBlockIsCutOnRecovery(t *testing.T) {
 	var intent []byte
 	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
 	s.store = flaky
-	n, err := s.Flush(context.Background(), key, data, func(b []byte) error { intent = b; return nil })
+	n, err := s.Flush(context.Background(), key, [][]byte{data}, func(b []byte) error { intent = b; return nil })
 	if err == nil || n == 0 || n+100 > len(data) {
 		t.Fatalf("Flush = %d, %v: want one block stored, then a failure", n, err)
 	}
@@ -475,7 +536,7 @@ func BenchmarkSinkFlushFile(b *testing.B) {
 			b.ReportAllocs()
 			key := HourPrefix("bench", hour)
 			for b.Loop() {
-				if _, err := s.Flush(context.Background(), key, data, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -540,7 +601,7 @@ func TestConcurrentKeys(t *testing.T) {
 			svc := fmt.Sprintf("svc%d", k)
 			key := HourPrefix(svc, hour)
 			for i := range 20 {
-				if _, err := s.Flush(context.Background(), key, lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo), noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, noJournal); err != nil {
 					t.Error(err)
 					return
 				}
@@ -561,13 +622,45 @@ func TestEncodeBlocks(t *testing.T) {
 		s := newTestSink(t, nil, Config{})
 		one := lines("e", hour, 1, logline.LevelInfo)
 		data := bytes.Repeat(one, (16<<20)/len(one)) // --flush-bytes 16MiB, four times Azure's old block limit
-		chunks, err := s.encode(data)
+		chunks, err := s.encode([][]byte{data})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(chunks) != 1 {
 			t.Fatalf("a %d-byte flush made %d blocks, want 1 (one append per default flush)", len(data), len(chunks))
 		}
+	})
+	t.Run("PlainBlocksKeepThePieces", func(t *testing.T) {
+		f := func(sizes []int, limit int, want []int) {
+			t.Helper()
+			var pieces [][]byte
+			for _, n := range sizes { // lines of 10 bytes
+				pieces = append(pieces, bytes.Repeat([]byte("123456789\n"), n/10))
+			}
+			chunks := splitPlain(pieces, limit)
+			var got []int
+			var joined []byte
+			for _, c := range chunks {
+				got = append(got, c.size)
+				block := bytes.Join(c.encoded, nil)
+				if c.raw != c.size || len(block) != c.size || c.meta != scanMeta(block) {
+					t.Fatalf("splitPlain(%v, %d): a block of %d raw, %d stored, %d in pieces, metadata %+v; want them equal and %+v", sizes, limit, c.raw, c.size, len(block), c.meta, scanMeta(block))
+				}
+				joined = append(joined, block...)
+			}
+			if !slices.Equal(got, want) || !bytes.Equal(joined, bytes.Join(pieces, nil)) {
+				t.Fatalf("splitPlain(%v, %d) = blocks %v; want %v, carrying every byte in order", sizes, limit, got, want)
+			}
+			if len(chunks) > 0 && len(pieces[0]) > 0 && &chunks[0].encoded[0][0] != &pieces[0][0] {
+				t.Fatal("a block copied its piece instead of keeping it")
+			}
+		}
+		f([]int{40, 40, 40, 40}, 1000, []int{160})
+		f([]int{40, 40, 40, 40}, 100, []int{100, 60})
+		f([]int{40, 40, 40, 40}, 80, []int{80, 80})
+		f([]int{250}, 100, []int{100, 100, 50})
+		f([]int{30, 250}, 100, []int{100, 100, 80})
+		f([]int{}, 100, nil)
 	})
 	for _, c := range []Compression{CompressZstd, CompressGzip} {
 		t.Run("IncompressibleSplits-"+string(c), func(t *testing.T) {
@@ -584,7 +677,8 @@ func TestEncodeBlocks(t *testing.T) {
 				}
 			}
 			data[len(data)-1] = '\n'
-			chunks, err := s.encode(data)
+			half := bytes.LastIndexByte(data[:len(data)/2], '\n') + 1
+			chunks, err := s.encode([][]byte{data[:half], data[half:]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -593,13 +687,14 @@ func TestEncodeBlocks(t *testing.T) {
 			}
 			var joined []byte
 			for _, ch := range chunks {
-				if len(ch.encoded) > s.cfg.ChunkBytes {
-					t.Fatalf("a block of %d bytes, over the %d-byte block limit", len(ch.encoded), s.cfg.ChunkBytes)
+				if ch.size > s.cfg.ChunkBytes || len(ch.encoded) != 1 || len(ch.encoded[0]) != ch.size {
+					t.Fatalf("a block of %d bytes in %d frames, want one frame within the %d-byte block limit", ch.size, len(ch.encoded), s.cfg.ChunkBytes)
 				}
-				if len(ch.raw) == 0 || ch.raw[len(ch.raw)-1] != '\n' {
+				raw := decompress(t, c, ch.encoded[0])
+				if len(raw) != ch.raw || raw[len(raw)-1] != '\n' {
 					t.Fatal("a block does not end at a line boundary")
 				}
-				joined = append(joined, ch.raw...)
+				joined = append(joined, raw...)
 			}
 			if !bytes.Equal(joined, data) {
 				t.Fatal("the blocks do not carry the data exactly once, in order")

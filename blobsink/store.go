@@ -17,8 +17,10 @@ type Store interface {
 	Create(ctx context.Context, name string, meta map[string]string) error
 	// Append writes block at the end of the blob, only if the blob's size is
 	// offset (ErrAppendPosition otherwise). The condition makes a retried
-	// append safe: it cannot land twice.
-	Append(ctx context.Context, name string, offset int64, block []byte) error
+	// append safe: it cannot land twice. The block may come in pieces,
+	// written one after another as one block (one append request), so
+	// chunks held apart need not be copied together.
+	Append(ctx context.Context, name string, offset int64, block ...[]byte) error
 	// SetMetadata replaces the blob's metadata.
 	SetMetadata(ctx context.Context, name string, meta map[string]string) error
 	// Stat returns the blob's size, committed block count and metadata

@@ -24,11 +24,14 @@ import (
 type Flusher interface {
 	// Flush stores data, whole '\n'-terminated records of one key in arrival
 	// order, and returns how many leading bytes are durably stored: all of
-	// them when err is nil. Before any byte reaches storage it may call
+	// them when err is nil. data is one run of bytes in pieces (the key's
+	// chunks, each ending at a record's end, see StreamDef.FlushJoin): the
+	// sink may store them as one write without joining them, and counts
+	// bytes across them. Before any byte reaches storage it may call
 	// journal once with an intent that lets Landed tell, after a crash, what
 	// landed; a sink whose writes are idempotent need not. Flushes of one key
 	// never run concurrently.
-	Flush(ctx context.Context, key string, data []byte, journal func(intent []byte) error) (int, error)
+	Flush(ctx context.Context, key string, data [][]byte, journal func(intent []byte) error) (int, error)
 	// Landed returns how many leading bytes of the flush described by intent
 	// reached storage before a crash, finishing whatever bookkeeping (such as
 	// metadata) the interrupted flush left undone.

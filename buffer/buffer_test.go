@@ -27,13 +27,17 @@ type memSink struct {
 	partial  int           // store only this many bytes, then block until release is closed
 	release  chan struct{} // see partial
 	calls    int
+	// maxPieces is the most pieces a flush came in.
+	maxPieces int
 }
 
 func newMemSink() *memSink { return &memSink{stored: map[string][]byte{}} }
 
-func (m *memSink) Flush(ctx context.Context, key string, data []byte, journal func([]byte) error) (int, error) {
+func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, journal func([]byte) error) (int, error) {
+	data := bytes.Join(pieces, nil)
 	m.mu.Lock()
 	m.calls++
+	m.maxPieces = max(m.maxPieces, len(pieces))
 	if m.failNext > 0 {
 		m.failNext--
 		m.mu.Unlock()
@@ -356,8 +360,12 @@ func benchAdd(b *testing.B, ack AckMode) {
 
 type discardSink struct{}
 
-func (discardSink) Flush(_ context.Context, _ string, data []byte, journal func([]byte) error) (int, error) {
-	return len(data), journal(nil)
+func (discardSink) Flush(_ context.Context, _ string, data [][]byte, journal func([]byte) error) (int, error) {
+	n := 0
+	for _, p := range data {
+		n += len(p)
+	}
+	return n, journal(nil)
 }
 func (discardSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
@@ -462,19 +470,23 @@ func TestChunkBytes(t *testing.T) {
 	}
 }
 
-// sizeSink blocks until release is closed, then records each flush's size.
+// sizeSink blocks until release is closed, then records each flush's size
+// and how many pieces it came in.
 type sizeSink struct {
 	mu      sync.Mutex
 	release chan struct{}
 	sizes   []int
+	pieces  []int
 	all     []byte
 }
 
-func (s *sizeSink) Flush(_ context.Context, _ string, data []byte, _ func([]byte) error) (int, error) {
+func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ func([]byte) error) (int, error) {
 	<-s.release
+	data := bytes.Join(pieces, nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sizes = append(s.sizes, len(data))
+	s.pieces = append(s.pieces, len(pieces))
 	s.all = append(s.all, data...)
 	return len(data), nil
 }
@@ -593,5 +605,158 @@ func TestChunkGrowsInFewCopies(t *testing.T) {
 	}
 	if copies > 6 || cap(buf) != int(s.FlushBytes) {
 		t.Fatalf("a 4 MiB chunk filled 40 KB at a time was copied %d times and ended at capacity %d, want at most 6 copies and %d", copies, cap(buf), s.FlushBytes)
+	}
+}
+
+// TestFlushJoinTakesWaitingChunks: with FlushJoin, a flush that starts
+// with several chunks waiting takes up to FlushJoin x FlushBytes of them,
+// as separate pieces; without it every flush is one chunk.
+func TestFlushJoinTakesWaitingChunks(t *testing.T) {
+	for _, join := range []int{0, 4} {
+		t.Run(fmt.Sprint("join ", join), func(t *testing.T) {
+			sink := &sizeSink{release: make(chan struct{})}
+			cfg := testConfig(AckMemory)
+			cfg.FlushBytes, cfg.BufferBytes = 4096, 1<<20
+			streams := streamsOf(sink)
+			streams[0].FlushJoin = join
+			b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 4000; i += 100 {
+				addLines(t, b, "k", i, i+100) // ~1.3 KB a batch, ~52 KB in all
+			}
+			close(sink.release)
+			if err := b.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if got := string(sink.all); got != wantLines("k", 0, 4000) {
+				t.Fatal("the flushes did not store every line in order")
+			}
+			limit, most := max(1, join)*int(cfg.FlushBytes), max(1, join)
+			if largest := slices.Max(sink.sizes); largest > limit {
+				t.Fatalf("flush sizes %v: want at most %d bytes", sink.sizes, limit)
+			}
+			if got := slices.Max(sink.pieces); got != most {
+				t.Fatalf("flushes in %v pieces: want up to %d chunks a flush, and a flush of that many behind the stuck one", sink.pieces, most)
+			}
+		})
+	}
+}
+
+// TestCrashMidJoinedFlush: the process dies after a joined flush stored
+// its first chunk and part of the second. The restart asks the sink what
+// landed, across the chunk boundary, and stores only the rest.
+func TestCrashMidJoinedFlush(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(AckWAL)
+	cfg.FlushBytes = 4096
+	streams := func(sink *memSink) []StreamDef {
+		s := streamsOf(sink)
+		s[0].FlushJoin = 4
+		return s
+	}
+	// Storage is down: the WAL holds every chunk at the crash.
+	sink := newMemSink()
+	sink.failNext = 1 << 30
+	b, err := Open(context.Background(), cfg, dir, streams(sink), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i += 100 {
+		addLines(t, b, "k", i, i+100) // ~1.3 KB a batch, ~13 KB in all
+	}
+	b.kill()
+
+	// The restart requeues four chunks before its first flush, which joins
+	// them and dies after 6,000 bytes: past the first chunk.
+	sink = newMemSink()
+	sink.partial = 6000
+	sink.release = make(chan struct{})
+	defer close(sink.release)
+	b2, err := Open(context.Background(), cfg, dir, streams(sink), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the partial write", func() bool { return len(sink.get("k")) == 6000 })
+	b2.kill()
+	if sink.maxPieces < 2 {
+		t.Fatalf("the flush after the restart came in %d piece(s), want the waiting chunks joined", sink.maxPieces)
+	}
+
+	sink.mu.Lock()
+	sink.partial = 0
+	sink.mu.Unlock()
+	b3, err := Open(context.Background(), cfg, dir, streams(sink), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b3.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.get("k"), wantLines("k", 0, 1000); got != want {
+		t.Fatalf("after a crash mid-flush storage holds\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestTakeJoinsChunksUpToTheLimit(t *testing.T) {
+	f := func(sizes []int, limit int64, want []int) {
+		t.Helper()
+		kb := &keyBuf{}
+		for i, n := range sizes {
+			kb.chunks = append(kb.chunks, &chunk{data: make([]byte, n), firstLSN: uint64(10 * i), lastLSN: uint64(10*i + 5), skip: i})
+		}
+		r := kb.take(limit)
+		var got []int
+		for _, d := range r.data {
+			got = append(got, len(d))
+		}
+		n := len(want)
+		if !slices.Equal(got, want) || r.first != 0 || r.skip != 0 || r.upTo != uint64(10*(n-1)+5) || len(kb.chunks) != len(sizes)-n {
+			t.Fatalf("take(%v, %d) = pieces %v, LSNs %d-%d skip %d, %d left; want pieces %v, LSNs 0-%d skip 0, %d left",
+				sizes, limit, got, r.first, r.upTo, r.skip, len(kb.chunks), want, 10*(n-1)+5, len(sizes)-n)
+		}
+		if r.size != sum(want) || kb.lastChunk != want[n-1] {
+			t.Fatalf("take(%v, %d): size %d, last chunk %d; want %d, %d", sizes, limit, r.size, kb.lastChunk, sum(want), want[n-1])
+		}
+	}
+	f([]int{4, 4, 4, 4, 4, 4}, 16, []int{4, 4, 4, 4})
+	f([]int{4, 4}, 16, []int{4, 4})
+	f([]int{3, 4, 4}, 8, []int{3, 4})
+	f([]int{4, 4}, 4, []int{4})
+	f([]int{20, 4}, 16, []int{20}) // a batch over the chunk size goes alone
+	f([]int{4, 20}, 16, []int{4})
+}
+
+func sum(ns []int) int {
+	t := 0
+	for _, n := range ns {
+		t += n
+	}
+	return t
+}
+
+func TestAfterDropsLeadingBytes(t *testing.T) {
+	pieces := [][]byte{[]byte("abc"), []byte("de"), []byte("fgh")}
+	f := func(n int, want []string) {
+		t.Helper()
+		var got []string
+		for _, p := range after(pieces, n) {
+			got = append(got, string(p))
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("after(%d) = %q, want %q", n, got, want)
+		}
+	}
+	f(0, []string{"abc", "de", "fgh"})
+	f(1, []string{"bc", "de", "fgh"})
+	f(3, []string{"de", "fgh"})
+	f(4, []string{"e", "fgh"})
+	f(7, []string{"h"})
+	f(8, nil)
+	if string(bytes.Join(pieces, nil)) != "abcdefgh" {
+		t.Fatal("after changed its argument")
 	}
 }

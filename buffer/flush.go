@@ -100,7 +100,7 @@ func (b *Buffer) worker(s *stream) {
 	}
 }
 
-// flushKey hands a key's pending bytes to its sink, retrying with backoff
+// flushKey hands a key's oldest chunks to its sink, retrying with backoff
 // until they are stored or the buffer stops.
 func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	kb.mu.Lock()
@@ -109,12 +109,8 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		kb.mu.Unlock()
 		return
 	}
-	c := kb.chunks[0]
-	kb.chunks[0] = nil
-	kb.chunks = kb.chunks[1:]
-	kb.lastChunk = len(c.data)
-	data, first, skip, upTo := c.data, c.firstLSN, c.skip, c.lastLSN
-	kb.flushFrom = c.firstLSN
+	r := kb.take(int64(max(1, s.FlushJoin)) * s.FlushBytes)
+	kb.flushFrom = r.first
 	kb.flushing = true
 	kb.mu.Unlock()
 
@@ -123,15 +119,15 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		if b.wal == nil {
 			return nil
 		}
-		_, err := b.wal.Append(encodeIntent(kb.stream, kb.key, first, upTo, skip+stored, intent), nil)
+		_, err := b.wal.Append(encodeIntent(kb.stream, kb.key, r.first, r.upTo, r.skip+stored, intent), nil)
 		return err
 	}
 	start := time.Now()
 	attempt := 1
 	for ; ; attempt++ {
-		n, err := s.Flusher.Flush(context.Background(), kb.key, data[stored:], journal)
+		n, err := s.Flusher.Flush(context.Background(), kb.key, after(r.data, stored), journal)
 		stored += n
-		if err == nil && stored >= len(data) {
+		if err == nil && stored >= r.size {
 			break
 		}
 		if err == nil {
@@ -140,38 +136,81 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		b.lastFlushErr.Store(&err)
 		b.met.flushErrors.WithLabelValues(s.Name).Inc()
 		b.noteFlushFailure(attempt)
-		if s.retry.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", len(data)) != nil {
+		if s.retry.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", r.size) != nil {
 			// Shutting down with storage unreachable: the bytes stay in the
 			// WAL (with --ack wal or flush) and are flushed at the next start.
-			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", len(data)-stored)
+			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", r.size-stored)
 			b.noteFlushEnd(attempt)
 			return
 		}
 	}
 	b.noteFlushEnd(attempt - 1)
 	b.met.flushes.WithLabelValues(s.Name).Inc()
-	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(len(data)))
+	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(r.size))
 	b.met.flushSeconds.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
 	if b.wal != nil {
 		// No need to wait for this one: without it, recovery asks the sink.
-		go b.wal.Append(encodeDone(kb.stream, kb.key, upTo), nil)
+		go b.wal.Append(encodeDone(kb.stream, kb.key, r.upTo), nil)
 	}
 
 	kb.mu.Lock()
 	kb.flushing = false
 	kb.flushFrom = 0
-	kb.flushedLSN = upTo
+	kb.flushedLSN = r.upTo
 	requeue := !kb.queued && b.due(kb, time.Now())
 	if requeue {
 		kb.queued = true
 	}
 	kb.mu.Unlock()
-	s.recycle(data)
-	b.budget.Release(int64(len(data)))
+	for _, buf := range r.data {
+		s.recycle(buf)
+	}
+	b.budget.Release(int64(r.size))
 	b.flushed.Broadcast()
 	if requeue {
 		b.enqueue(kb)
 	}
+}
+
+// run is what one flush takes: consecutive chunks of a key, as pieces.
+type run struct {
+	data        [][]byte // the chunks' buffers, oldest first
+	size        int      // their bytes in all
+	first, upTo uint64   // LSNs of the first and last record
+	skip        int      // bytes of record first stored before (see chunk.skip)
+}
+
+// take removes the key's oldest chunk and the ones after it while they
+// add up to at most limit bytes, and returns them as one run. The caller
+// holds kb.mu and knows a chunk is pending.
+func (kb *keyBuf) take(limit int64) run {
+	c := kb.chunks[0]
+	r := run{first: c.firstLSN, skip: c.skip}
+	n := 0
+	for n < len(kb.chunks) && (n == 0 || int64(r.size+len(kb.chunks[n].data)) <= limit) {
+		c = kb.chunks[n]
+		r.data = append(r.data, c.data)
+		r.size += len(c.data)
+		r.upTo = c.lastLSN
+		kb.lastChunk = len(c.data)
+		n++
+	}
+	clear(kb.chunks[:n])
+	kb.chunks = kb.chunks[n:]
+	return r
+}
+
+// after returns pieces without their first n bytes, leaving pieces as
+// they are.
+func after(pieces [][]byte, n int) [][]byte {
+	for len(pieces) > 0 && n >= len(pieces[0]) {
+		n -= len(pieces[0])
+		pieces = pieces[1:]
+	}
+	if n == 0 || len(pieces) == 0 {
+		return pieces
+	}
+	return append([][]byte{pieces[0][n:]}, pieces[1:]...)
 }
 
 type shortFlushError struct{}

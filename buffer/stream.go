@@ -49,6 +49,14 @@ type StreamDef struct {
 	// FlushQuiet, when set, flushes a key as soon as no byte has come for
 	// this long, before FlushAge (to the scheduler's tick, at most 250 ms).
 	FlushQuiet time.Duration
+	// FlushJoin, when above 1, lets a flush that starts with several of
+	// the key's chunks waiting take consecutive ones up to FlushJoin x
+	// FlushBytes in all (always at least one), handed to the Flusher as
+	// pieces, not copied. Once only one key has a backlog its flushes go
+	// one at a time, so the sink's cost per flush (blobsink: a metadata
+	// write and an append) is paid per chunk unless chunks are joined.
+	// Zero or 1: one chunk per flush.
+	FlushJoin int
 }
 
 // Observer sees the groups a batch added, after the buffer accepted them.
@@ -81,6 +89,8 @@ func newStreams(defs []StreamDef, cfg *Config) ([]*stream, error) {
 			return nil, fmt.Errorf("cannot register stream %q without a flusher", d.Name)
 		case d.FlushBytes < 0:
 			return nil, fmt.Errorf("cannot flush stream %q by chunks of %d bytes: want a positive size, or 0 for --flush-bytes", d.Name, d.FlushBytes)
+		case d.FlushJoin < 0:
+			return nil, fmt.Errorf("cannot join %d chunks in a flush of stream %q: want 0 or more", d.FlushJoin, d.Name)
 		case d.FlushAge < 0 || d.FlushQuiet < 0:
 			return nil, fmt.Errorf("cannot flush stream %q after %v, or %v without data: want positive durations, or 0 for --flush-interval and no quiet rule", d.Name, d.FlushAge, d.FlushQuiet)
 		}

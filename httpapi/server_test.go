@@ -52,7 +52,7 @@ type gatedFlusher struct {
 	mu   *sync.Mutex
 }
 
-func (g gatedFlusher) Flush(ctx context.Context, key string, data []byte, j func([]byte) error) (int, error) {
+func (g gatedFlusher) Flush(ctx context.Context, key string, data [][]byte, j func([]byte) error) (int, error) {
 	g.mu.Lock()
 	ch := *g.gate
 	g.mu.Unlock()

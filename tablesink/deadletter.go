@@ -22,7 +22,7 @@ const DeadLetterPrefix = "_deadletter/logins"
 // implements it.
 type BlobStore interface {
 	Create(ctx context.Context, name string, meta map[string]string) error
-	Append(ctx context.Context, name string, offset int64, block []byte) error
+	Append(ctx context.Context, name string, offset int64, block ...[]byte) error
 }
 
 // deadLetter is one record the table cannot take.

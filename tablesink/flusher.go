@@ -13,15 +13,20 @@ var (
 	_ buffer.Observer = (*Counters)(nil)
 )
 
-// Flush stores data, whole records of the day table key, for the buffer
-// (buffer.Flusher): all of it, or none when err is not nil. Its upserts are
-// idempotent, so it journals nothing: after a crash the buffer replays the
-// records and Flush simply writes them again.
-func (s *Sink) Flush(ctx context.Context, key string, data []byte, _ func(intent []byte) error) (int, error) {
-	if err := s.Write(ctx, key, data); err != nil {
-		return 0, err
+// Flush stores data, whole records of the day table key in pieces, for
+// the buffer (buffer.Flusher): piece by piece, each ending at a record's
+// end, and returns the bytes of the pieces written when one fails. Its
+// upserts are idempotent, so it journals nothing: after a crash the buffer
+// replays the records and Flush simply writes them again.
+func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, _ func(intent []byte) error) (int, error) {
+	stored := 0
+	for _, part := range data {
+		if err := s.Write(ctx, key, part); err != nil {
+			return stored, err
+		}
+		stored += len(part)
 	}
-	return len(data), nil
+	return stored, nil
 }
 
 // Landed is always 0: Flush journals no intent, so a flush a crash

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blobsink.Store) {
 		{"CreateIfAbsent", testCreateIfAbsent},
 		{"CreateRace", testCreateRace},
 		{"AppendPosition", testAppendPosition},
+		{"AppendInPieces", testAppendInPieces},
 		{"Missing", testMissing},
 		{"StatAndMetadata", testStatAndMetadata},
 		{"SetMetadataReplaces", testSetMetadataReplaces},
@@ -165,6 +166,34 @@ func testAppendPosition(t *testing.T, s blobsink.Store) {
 		t.Fatalf("Append at the end: %v", err)
 	}
 	wantContent(t, s, name, append(slices.Clone(first), second...))
+}
+
+// testAppendInPieces: a block given in pieces is one block of the pieces'
+// bytes in order (the sink joins a key's waiting chunks so), under the
+// same append-position condition.
+func testAppendInPieces(t *testing.T, s blobsink.Store) {
+	c, name := ctx(t), prefix(t)+"p.log"
+	mustCreate(t, s, name, nil)
+	rng := rand.New(rand.NewPCG(5, 6))
+	head := randomBytes(rng, 100)
+	if err := s.Append(c, name, 0, head); err != nil {
+		t.Fatal(err)
+	}
+	pieces := [][]byte{randomBytes(rng, 64<<10), nil, randomBytes(rng, 3), randomBytes(rng, 200<<10)}
+	if err := s.Append(c, name, 0, pieces...); !errors.Is(err, blobsink.ErrAppendPosition) {
+		t.Fatalf("Append in pieces at a wrong offset = %v, want ErrAppendPosition", err)
+	}
+	if err := s.Append(c, name, int64(len(head)), pieces...); err != nil {
+		t.Fatalf("Append in pieces: %v", err)
+	}
+	info, err := s.Stat(c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Blocks != 0 && info.Blocks != 2 {
+		t.Errorf("blocks after one append in pieces %d, want 2", info.Blocks)
+	}
+	wantContent(t, s, name, slices.Concat(append([][]byte{head}, pieces...)...))
 }
 
 func testMissing(t *testing.T, s blobsink.Store) {

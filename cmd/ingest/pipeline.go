@@ -30,6 +30,11 @@ type pipeline struct {
 	buf      *buffer.Buffer
 }
 
+// logsFlushJoin is how many of a log key's waiting chunks one flush takes
+// (buffer.StreamDef.FlushJoin): 16 MiB blocks at the default --flush-bytes,
+// far under Azure's 100 MiB append limit.
+const logsFlushJoin = 4
+
 // sinkConfigs are the settings of the pipeline's parts.
 type sinkConfigs struct {
 	buffer buffer.Config
@@ -72,7 +77,9 @@ func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, re
 		return nil, err
 	}
 	buf, err := buffer.Open(ctx, cfg.buffer, scfg.WALDir(), []buffer.StreamDef{
-		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters},
+		// A joined flush is one append and one metadata write for up to
+		// four chunks, where one chunk each paid both.
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters, FlushJoin: logsFlushJoin},
 		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins,
 			FlushBytes: logins.ChunkBytes(), FlushAge: logins.FlushAge(), FlushQuiet: logins.FlushQuiet()},
 	}, reg, log)
