@@ -11,7 +11,10 @@
 // the flush's blocks have landed, then appends blocks of at most
 // MaxAppendBytes (100 MiB, Azure's limit) with an append-position
 // condition: one metadata write and one append per flush (widen.go), so
-// a larger --flush-bytes means fewer requests per GB. A blob is closed and
+// a larger --flush-bytes means fewer requests per GB. A flush may carry
+// several of the buffer's chunks as pieces (a key with a backlog): a plain
+// block keeps them apart and the store sends them as one body, so they are
+// never copied together. A blob is closed and
 // the next number claimed at --blob-max-bytes or before Azure's
 // 50,000-block limit.
 //

@@ -113,8 +113,9 @@ type keyBuf struct {
 }
 
 // chunk is at most its stream's FlushBytes of a key's pending lines, whole batches
-// only (a larger batch gets a chunk of its own): a flush takes one chunk,
-// so flushes stay small whatever piles up behind a slow one, and memory
+// only (a larger batch gets a chunk of its own): a flush takes one chunk
+// (or its stream's FlushJoin of them, as pieces), so flushes stay bounded
+// whatever piles up behind a slow one, and memory
 // held is about the bytes held, not a doubling slice's capacity.
 type chunk struct {
 	data              []byte

@@ -31,7 +31,8 @@ type StreamDef struct {
 	Observer Observer
 	// FlushBytes is the stream's chunk size: a key is flushed once it
 	// holds this many bytes, and one flush stores at most one chunk (a
-	// batch's group larger than that is one chunk of its own). Zero:
+	// batch's group larger than that is one chunk of its own), or
+	// FlushJoin of them. Zero:
 	// Config.FlushBytes (--flush-bytes). The buffer keeps it within a
 	// quarter of --buffer-bytes, so one key's backlog leaves room for the
 	// others, and never below --flush-bytes. The login stream sets it
