@@ -760,3 +760,41 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 		t.Fatal("after changed its argument")
 	}
 }
+
+// TestNoJoinWhileRequestsWaitForMemory: a joined flush gives its memory
+// back in one step, so while an Add waits for memory (or was refused it
+// in the last second) a flush takes one chunk.
+func TestNoJoinWhileRequestsWaitForMemory(t *testing.T) {
+	cfg := testConfig(AckMemory)
+	streams := streamsOf(newMemSink())
+	streams[0].FlushJoin = 4
+	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	s := b.streams[0]
+	one, four := s.FlushBytes, 4*s.FlushBytes
+	if got := b.joinBytes(s); got != four {
+		t.Fatalf("joinBytes with memory to spare = %d, want %d", got, four)
+	}
+	b.budget.Force(cfg.BufferBytes)
+	done := make(chan error)
+	go func() { done <- b.budget.Acquire(context.Background(), 1, time.Minute) }()
+	waitFor(t, "an Add waiting for memory", b.budget.Waiting)
+	if got := b.joinBytes(s); got != one {
+		t.Fatalf("joinBytes while a request waits = %d, want one chunk, %d", got, one)
+	}
+	b.budget.Release(cfg.BufferBytes)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	b.budget.Release(1)
+	if got := b.joinBytes(s); got != four {
+		t.Fatalf("joinBytes once the request got its memory = %d, want %d", got, four)
+	}
+	b.lastFull.Store(time.Now().UnixNano())
+	if got := b.joinBytes(s); got != one {
+		t.Fatalf("joinBytes right after a refusal = %d, want one chunk, %d", got, one)
+	}
+}

@@ -109,7 +109,7 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		kb.mu.Unlock()
 		return
 	}
-	r := kb.take(int64(max(1, s.FlushJoin)) * s.FlushBytes)
+	r := kb.take(b.joinBytes(s))
 	kb.flushFrom = r.first
 	kb.flushing = true
 	kb.mu.Unlock()
@@ -170,6 +170,18 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	if requeue {
 		b.enqueue(kb)
 	}
+}
+
+// joinBytes is the most a flush of the stream takes now: FlushJoin
+// chunks, or one while requests wait for memory (or were refused it in
+// the last second). A joined flush gives its chunks' memory back in one
+// step, once its one write lands; waiting requests would be refused
+// meanwhile (under load with a full budget: p99 110 ms -> 1.1 s).
+func (b *Buffer) joinBytes(s *stream) int64 {
+	if s.FlushJoin <= 1 || b.budget.Waiting() || time.Since(time.Unix(0, b.lastFull.Load())) < time.Second {
+		return s.FlushBytes
+	}
+	return int64(s.FlushJoin) * s.FlushBytes
 }
 
 // run is what one flush takes: consecutive chunks of a key, as pieces.
