@@ -41,8 +41,6 @@ type Budget struct {
 	flag  string // the flag that sets limit: "--max-inflight-bytes"
 	used  atomic.Int64
 	freed notify.Notifier
-	// waiting counts the Acquire calls waiting for bytes to be released.
-	waiting atomic.Int64
 }
 
 // New returns a budget of limit bytes. what names what it counts and flag
@@ -72,8 +70,6 @@ func (b *Budget) Acquire(ctx context.Context, n int64, wait time.Duration) error
 		return nil
 	}
 	if wait > 0 {
-		b.waiting.Add(1)
-		defer b.waiting.Add(-1)
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
 	loop:
@@ -115,10 +111,6 @@ func (b *Budget) Release(n int64) {
 	b.used.Add(-n)
 	b.freed.Broadcast()
 }
-
-// Waiting reports whether some Acquire is waiting for bytes to be
-// released: whoever holds bytes should give them back soon, in small steps.
-func (b *Budget) Waiting() bool { return b.waiting.Load() > 0 }
 
 // Used is the number of bytes held.
 func (b *Budget) Used() int64 { return b.used.Load() }

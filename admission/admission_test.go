@@ -115,24 +115,3 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	})
 }
-
-// Waiting is true exactly while an Acquire waits for a release.
-func TestWaiting(t *testing.T) {
-	b := New(100, "test bytes", "--test-bytes")
-	b.Force(100)
-	if b.Waiting() {
-		t.Fatal("Waiting with no Acquire")
-	}
-	done := make(chan error)
-	go func() { done <- b.Acquire(context.Background(), 50, time.Minute) }()
-	for !b.Waiting() {
-		time.Sleep(time.Millisecond)
-	}
-	b.Release(50)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if b.Waiting() {
-		t.Fatal("Waiting after the Acquire returned")
-	}
-}

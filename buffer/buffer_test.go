@@ -761,10 +761,10 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	}
 }
 
-// TestNoJoinWhileRequestsWaitForMemory: a joined flush gives its memory
-// back in one step, so while an Add waits for memory (or was refused it
-// in the last second) a flush takes one chunk.
-func TestNoJoinWhileRequestsWaitForMemory(t *testing.T) {
+// TestNoJoinWithTheBudgetOverHalfUsed: a joined flush gives its memory
+// back in one step, so with --buffer-bytes over half used a flush takes
+// one chunk.
+func TestNoJoinWithTheBudgetOverHalfUsed(t *testing.T) {
 	cfg := testConfig(AckMemory)
 	streams := streamsOf(newMemSink())
 	streams[0].FlushJoin = 4
@@ -775,26 +775,16 @@ func TestNoJoinWhileRequestsWaitForMemory(t *testing.T) {
 	defer b.Close(context.Background())
 	s := b.streams[0]
 	one, four := s.FlushBytes, 4*s.FlushBytes
-	if got := b.joinBytes(s); got != four {
-		t.Fatalf("joinBytes with memory to spare = %d, want %d", got, four)
+	f := func(used, want int64) {
+		t.Helper()
+		b.budget.Force(used)
+		defer b.budget.Release(used)
+		if got := b.joinBytes(s); got != want {
+			t.Fatalf("joinBytes with %d of %d bytes used = %d, want %d", used, cfg.BufferBytes, got, want)
+		}
 	}
-	b.budget.Force(cfg.BufferBytes)
-	done := make(chan error)
-	go func() { done <- b.budget.Acquire(context.Background(), 1, time.Minute) }()
-	waitFor(t, "an Add waiting for memory", b.budget.Waiting)
-	if got := b.joinBytes(s); got != one {
-		t.Fatalf("joinBytes while a request waits = %d, want one chunk, %d", got, one)
-	}
-	b.budget.Release(cfg.BufferBytes)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	b.budget.Release(1)
-	if got := b.joinBytes(s); got != four {
-		t.Fatalf("joinBytes once the request got its memory = %d, want %d", got, four)
-	}
-	b.lastFull.Store(time.Now().UnixNano())
-	if got := b.joinBytes(s); got != one {
-		t.Fatalf("joinBytes right after a refusal = %d, want one chunk, %d", got, one)
-	}
+	f(0, four)
+	f(cfg.BufferBytes/2, four)
+	f(cfg.BufferBytes/2+1, one)
+	f(cfg.BufferBytes, one)
 }
