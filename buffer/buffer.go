@@ -68,6 +68,7 @@ type Buffer struct {
 	flushed   notify.Notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
 	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
+	lastAdd   atomic.Int64 // when Add last reserved memory for a batch, Unix ns
 	queuesMu  sync.RWMutex // held for reading while sending to the streams' queues, for writing to close them
 	queuesEnd bool
 	closing   atomic.Bool
@@ -227,8 +228,10 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	if err := b.walRoom(); err != nil {
 		return err
 	}
+	now := time.Now().UnixNano()
+	b.lastAdd.Store(now)
 	if err := b.budget.Acquire(ctx, n, b.cfg.BudgetWait); err != nil {
-		b.lastFull.Store(time.Now().UnixNano())
+		b.lastFull.Store(now)
 		b.met.full.Inc()
 		return err
 	}

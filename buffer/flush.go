@@ -172,15 +172,18 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	}
 }
 
-// joinBytes is the most a flush of the stream takes now: FlushJoin
-// chunks while --buffer-bytes is at most half used, else one. A joined
-// flush gives its chunks' memory back in one step once its one write
-// lands; with the budget filling (under load), requests waiting for
-// memory would be refused meanwhile (p99 under load on Azurite 110 ms ->
-// 1.1 s), while a key left alone with a backlog (the end of a drain)
-// is what joining is for.
+// joinIdle is how long the buffer goes without a batch before its
+// flushes join chunks.
+const joinIdle = 250 * time.Millisecond
+
+// joinBytes is the most a flush of the stream takes now: FlushJoin chunks
+// once no batch has come for joinIdle (the buffer is draining), else one.
+// A joined flush gives its chunks' memory back in one step once its one
+// write lands: under load, with --buffer-bytes full, requests waiting for
+// memory were refused meanwhile (p99 under load on Azurite 110 ms ->
+// 1.1 s), while draining nobody waits.
 func (b *Buffer) joinBytes(s *stream) int64 {
-	if s.FlushJoin <= 1 || b.budget.Used() > b.budget.Limit()/2 {
+	if s.FlushJoin <= 1 || time.Since(time.Unix(0, b.lastAdd.Load())) < joinIdle {
 		return s.FlushBytes
 	}
 	return int64(s.FlushJoin) * s.FlushBytes
