@@ -16,9 +16,10 @@
 // kept between --flush-bytes and a quarter of --buffer-bytes), a flush
 // age (FlushAge: --flush-interval unless set; --login-flush-interval for
 // logins, with a quiet rule, FlushQuiet: a key quiet that long is flushed
-// at once), how many waiting chunks one flush may take (FlushJoin: the
-// logs stream takes up to 4, handed to its Flusher as pieces, so a key
-// with a backlog pays one flush per 4 chunks) and an optional Observer that sees
+// at once), how many waiting chunks one flush may take once no batch is
+// coming (FlushJoin: the logs stream takes up to 4, handed to its Flusher
+// as pieces, so a draining key pays one flush per 4 chunks) and an
+// optional Observer that sees
 // each group of every batch Add accepted (tablesink's Counters count the
 // logs stream's events per service, hour and level from Group.Tally).
 //

@@ -53,10 +53,11 @@ type StreamDef struct {
 	// FlushJoin, when above 1, lets a flush that starts with several of
 	// the key's chunks waiting take consecutive ones up to FlushJoin x
 	// FlushBytes in all (always at least one), handed to the Flusher as
-	// pieces, not copied. Once only one key has a backlog its flushes go
-	// one at a time, so the sink's cost per flush (blobsink: a metadata
-	// write and an append) is paid per chunk unless chunks are joined.
-	// Zero or 1: one chunk per flush.
+	// pieces, not copied, once no batch has come for joinIdle (draining;
+	// under load a joined flush would hold memory that waiting requests
+	// need). A key's flushes go one at a time, so the sink's cost per
+	// flush (blobsink: a metadata write and an append) is paid per chunk
+	// unless chunks are joined. Zero or 1: one chunk per flush.
 	FlushJoin int
 }
 
