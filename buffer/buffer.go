@@ -68,7 +68,7 @@ type Buffer struct {
 	flushed   notify.Notifier // broadcast after every completed flush
 	memLSN    atomic.Uint64
 	lastFull  atomic.Int64 // when Add last refused a batch, Unix ns
-	lastAdd   atomic.Int64 // when Add last reserved memory for a batch, Unix ns
+	lastAdd   atomic.Int64 // when the last batch was inserted, Unix ns
 	queuesMu  sync.RWMutex // held for reading while sending to the streams' queues, for writing to close them
 	queuesEnd bool
 	closing   atomic.Bool
@@ -228,10 +228,8 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	if err := b.walRoom(); err != nil {
 		return err
 	}
-	now := time.Now().UnixNano()
-	b.lastAdd.Store(now)
 	if err := b.budget.Acquire(ctx, n, b.cfg.BudgetWait); err != nil {
-		b.lastFull.Store(now)
+		b.lastFull.Store(time.Now().UnixNano())
 		b.met.full.Inc()
 		return err
 	}
@@ -264,6 +262,7 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 // insert appends every group to its key's buffer.
 func (b *Buffer) insert(batch *Batch, lsn uint64) {
 	now := time.Now()
+	b.lastAdd.Store(now.UnixNano())
 	for i := range batch.groups {
 		g := &batch.groups[i]
 		b.addToKey(g.Stream, g.Key, g.Data, lsn, 0, now)
