@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"ingest/admission"
 )
 
 // memSink is a Flusher that keeps what it stores in memory, so tests can
@@ -790,21 +788,5 @@ func TestNoJoinWhileBatchesArrive(t *testing.T) {
 	b.lastAdd.Store(time.Now().Add(-joinIdle).UnixNano())
 	if got := b.joinBytes(s); got != four {
 		t.Fatalf("joinBytes %v after the last batch = %d, want %d", joinIdle, got, four)
-	}
-	// Refused clients come back after Retry-After: their pause is no drain.
-	b.budget.Force(cfg.BufferBytes)
-	var batch Batch
-	g := batch.Group(0, []byte("k"))
-	g.Data = append(g.Data, "refused\n"...)
-	if err := b.Add(context.Background(), &batch); !errors.Is(err, ErrFull) {
-		t.Fatalf("Add with the budget used up = %v, want ErrFull", err)
-	}
-	b.budget.Release(cfg.BufferBytes)
-	if got := b.joinBytes(s); got != one {
-		t.Fatalf("joinBytes right after a refusal = %d, want one chunk, %d", got, one)
-	}
-	b.lastFull.Store(time.Now().Add(-admission.RetryAfter - joinIdle).UnixNano())
-	if got := b.joinBytes(s); got != four {
-		t.Fatalf("joinBytes once the refused clients' Retry-After passed = %d, want %d", got, four)
 	}
 }

@@ -3,8 +3,6 @@ package buffer
 import (
 	"context"
 	"time"
-
-	"ingest/admission"
 )
 
 // evictAfter is how long an empty key buffer is kept before it is dropped.
@@ -183,11 +181,9 @@ const joinIdle = 250 * time.Millisecond
 // A joined flush gives its chunks' memory back in one step once its one
 // write lands: under load, with --buffer-bytes full, requests waiting for
 // memory were refused meanwhile (p99 under load on Azurite 110 ms ->
-// 1.1 s), while draining nobody waits. A refused batch counts as one that
-// comes back after its Retry-After: refused clients pausing is no drain.
+// 1.1 s), while draining nobody waits.
 func (b *Buffer) joinBytes(s *stream) int64 {
-	if s.FlushJoin <= 1 || time.Since(time.Unix(0, b.lastAdd.Load())) < joinIdle ||
-		time.Since(time.Unix(0, b.lastFull.Load())) < admission.RetryAfter+joinIdle {
+	if s.FlushJoin <= 1 || time.Since(time.Unix(0, b.lastAdd.Load())) < joinIdle {
 		return s.FlushBytes
 	}
 	return int64(s.FlushJoin) * s.FlushBytes
