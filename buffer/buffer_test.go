@@ -256,17 +256,25 @@ func TestCrashMidFlush(t *testing.T) {
 	defer close(sink.release)
 
 	// "Storage" keeps what landed; a new process starts on the same WAL.
+	restartAndCheck(t, cfg, dir, streamsOf(sink), sink, "k", 20)
+}
+
+// restartAndCheck lets sink store whole writes again, starts a new buffer
+// on dir's WAL and closes it, and checks that sink then holds lines
+// [0, n) of key, each once.
+func restartAndCheck(t *testing.T, cfg Config, dir string, defs []StreamDef, sink *memSink, key string, n int) {
+	t.Helper()
 	sink.mu.Lock()
 	sink.partial = 0
 	sink.mu.Unlock()
-	b2, err := Open(context.Background(), cfg, dir, streamsOf(sink), nil, quiet)
+	b, err := Open(context.Background(), cfg, dir, defs, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b2.Close(context.Background()); err != nil {
+	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sink.get("k"), wantLines("k", 0, 20); got != want {
+	if got, want := sink.get(key), wantLines(key, 0, n); got != want {
 		t.Fatalf("after a crash mid-flush storage holds\n%q\nwant\n%q", got, want)
 	}
 }
@@ -689,19 +697,7 @@ func TestCrashMidJoinedFlush(t *testing.T) {
 		t.Fatalf("the flush after the restart came in %d piece(s), want the waiting chunks joined", sink.maxPieces)
 	}
 
-	sink.mu.Lock()
-	sink.partial = 0
-	sink.mu.Unlock()
-	b3, err := Open(context.Background(), cfg, dir, streams(sink), nil, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b3.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := sink.get("k"), wantLines("k", 0, 1000); got != want {
-		t.Fatalf("after a crash mid-flush storage holds\n%q\nwant\n%q", got, want)
-	}
+	restartAndCheck(t, cfg, dir, streams(sink), sink, "k", 1000)
 }
 
 func TestTakeJoinsChunksUpToTheLimit(t *testing.T) {
