@@ -88,3 +88,55 @@ func TestMetaWithoutLatenessIsUnknown(t *testing.T) {
 		t.Fatalf("metadata without %s: %+v, %v; want lateness unknown", MetaLateness, m, ok)
 	}
 }
+
+// TestScanMetaLatenessMatchesEvents checks the lateness scanMeta reads from
+// the text of lines against the events' times merged one by one, for runs
+// that interleave within a minute (the digit shortcut) and across minutes
+// and hours (full parses).
+func TestScanMetaLatenessMatchesEvents(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	spans := []time.Duration{time.Millisecond, time.Second, 3 * time.Minute, 2 * time.Hour}
+	for run := range 400 {
+		span := spans[run%len(spans)]
+		var data []byte
+		var want Meta
+		for i := range 1 + r.IntN(60) {
+			ts := hour.Add(time.Duration(r.Int64N(int64(span)))).UnixNano()
+			e := logline.Event{Time: ts, Level: logline.LevelInfo, Service: []byte("m"), Host: []byte("h"), ID: []byte{'a' + byte(i%26)}, Message: []byte("x")}
+			data = logline.AppendLine(data, &e)
+			want = want.Merge(EventMeta(ts, logline.LevelInfo))
+		}
+		if got := scanMeta(data); got != want {
+			t.Fatalf("run %d (times within %v): scanMeta = %+v, events merged = %+v\n%s", run, span, got, want, data)
+		}
+	}
+}
+
+// BenchmarkScanMetaInterleaved reads the metadata of lines the way the
+// load generator's requests leave them in a chunk: rising times, a third
+// of them sent as Unix milliseconds (so a little older than the line
+// before), each request starting before the newest time of the one
+// before.
+func BenchmarkScanMetaInterleaved(b *testing.B) {
+	var data []byte
+	var want Meta
+	for req := range 30 {
+		start := hour.Add(time.Duration(req) * 700 * time.Microsecond)
+		for i := range 1000 {
+			ts := start.Add(time.Duration(i) * time.Microsecond)
+			if i%3 == 0 {
+				ts = ts.Truncate(time.Millisecond)
+			}
+			e := logline.Event{Time: ts.UnixNano(), Level: logline.LevelInfo,
+				Service: []byte("bench"), Host: []byte("h1"), ID: []byte("id"), Message: []byte("a message of some length")}
+			data = logline.AppendLine(data, &e)
+			want = want.Merge(EventMeta(e.Time, e.Level))
+		}
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if m := scanMeta(data); m != want {
+			b.Fatalf("scanMeta = %+v, want %+v", m, want)
+		}
+	}
+}
