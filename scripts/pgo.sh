@@ -5,7 +5,7 @@
 # profile, serves it on loopback with --pprof and profiles it under the load
 # generator twice: the bench's events (about 300 bytes, --ack wal) and
 # small events with logins (--event-size 20, 10% logins); then merges both
-# profiles. Bounded: about a minute, traffic to 127.0.0.1 only.
+# profiles. Bounded: under a minute once built, traffic to 127.0.0.1 only.
 #
 #   ./scripts/pgo.sh            # writes cmd/ingest/default.pgo
 #   ./scripts/pgo.sh OUT.pgo    # writes OUT.pgo instead
@@ -17,7 +17,15 @@ cd "$(dirname "$0")/.."
 out=${1:-cmd/ingest/default.pgo}
 port=${PGO_PORT:-18077}
 dir=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
 
 go build -pgo=off -o "$dir/ingest" ./cmd/ingest
 "$dir/ingest" --listen "127.0.0.1:$port" --data-dir "$dir/data" --pprof --log-level warn &
