@@ -274,11 +274,14 @@ func TestEncoderTimeMatchesAppendTime(t *testing.T) {
 func TestAppendToken(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""}, {"web-17", "web-17"}, {"a b/c", "a_b_c"}, {".", "_"}, {"..", "__"}, {"...", "___"},
-		{".a", ".a"}, {"é", "__"}, {strings.Repeat("h", 300), strings.Repeat("h", MaxTokenLen)},
+		{".a", ".a"}, {"a.", "a."}, {"a b", "a_b"}, {"é", "__"}, {"web-17\x00", "web-17_"}, {strings.Repeat("h", 300), strings.Repeat("h", MaxTokenLen)},
 		{strings.Repeat(".", 300), strings.Repeat("_", MaxTokenLen)},
 	} {
 		if got := string(AppendToken([]byte("x;"), []byte(tc.in))); got != "x;"+tc.want {
 			t.Errorf("AppendToken(%q) = %q, want %q", tc.in, got, "x;"+tc.want)
+		}
+		if got, want := IsToken([]byte(tc.in)), tc.in == tc.want; got != want {
+			t.Errorf("IsToken(%q) = %v, want %v", tc.in, got, want)
 		}
 	}
 }
