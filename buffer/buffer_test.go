@@ -26,7 +26,10 @@ type memSink struct {
 	failNext int           // fail this many Flush calls before storing anything
 	partial  int           // store only this many bytes, then block until release is closed
 	release  chan struct{} // see partial
+	full     int           // Flush calls stored whole before partial applies
 	calls    int
+	// cutPieces are the piece sizes of the flush partial stopped.
+	cutPieces []int
 	// maxPieces is the most pieces a flush came in.
 	maxPieces int
 }
@@ -49,9 +52,12 @@ func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, journa
 		return 0, err
 	}
 	m.mu.Lock()
-	if m.partial > 0 {
+	if m.partial > 0 && m.calls > m.full {
 		n := min(m.partial, len(data))
 		m.stored[key] = append(m.stored[key], data[:n]...)
+		for _, p := range pieces {
+			m.cutPieces = append(m.cutPieces, len(p))
+		}
 		release := m.release
 		m.mu.Unlock()
 		<-release // the process "dies" here
@@ -681,20 +687,26 @@ func TestCrashMidJoinedFlush(t *testing.T) {
 	}
 	b.kill()
 
-	// The restart requeues four chunks before its first flush, which joins
-	// them and dies after 6,000 bytes: past the first chunk.
+	// The restart requeues the chunks. Its first flush takes one (no flush
+	// measured yet); the next joins the others and dies after 6,000 of
+	// their bytes: past the first chunk it took.
 	sink = newMemSink()
-	sink.partial = 6000
+	sink.full, sink.partial = 1, 6000
 	sink.release = make(chan struct{})
 	defer close(sink.release)
 	b2, err := Open(context.Background(), cfg, dir, streams(sink), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the partial write", func() bool { return len(sink.get("k")) == 6000 })
+	cut := func() []int {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return slices.Clone(sink.cutPieces)
+	}
+	waitFor(t, "the partial write", func() bool { return len(cut()) > 0 })
 	b2.kill()
-	if sink.maxPieces < 2 {
-		t.Fatalf("the flush after the restart came in %d piece(s), want the waiting chunks joined", sink.maxPieces)
+	if p := cut(); len(p) < 2 || p[0] >= 6000 {
+		t.Fatalf("the flush cut after 6,000 bytes came in pieces %v, want the waiting chunks joined and the cut past the first", p)
 	}
 
 	restartAndCheck(t, cfg, dir, streams(sink), sink, "k", 1000)
@@ -760,10 +772,12 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	}
 }
 
-// TestNoJoinWhileBatchesArrive: a joined flush gives its memory back in
-// one step, so while batches keep coming a flush takes one chunk; once
-// none has come for joinIdle (draining), it joins.
-func TestNoJoinWhileBatchesArrive(t *testing.T) {
+// TestJoinBytes: a joined flush gives its memory back in one step, so
+// while batches keep coming a flush takes one chunk; once none has come
+// for joinIdle (draining), it takes what the stream's last measured flush
+// stored in joinSpan, between one chunk and FlushJoin of them, and one
+// chunk before any flush was measured (a slow link's first flush).
+func TestJoinBytes(t *testing.T) {
 	cfg := testConfig(AckMemory)
 	streams := streamsOf(newMemSink())
 	streams[0].FlushJoin = 4
@@ -773,16 +787,50 @@ func TestNoJoinWhileBatchesArrive(t *testing.T) {
 	}
 	defer b.Close(context.Background())
 	s := b.streams[0]
-	one, four := s.FlushBytes, 4*s.FlushBytes
-	if got := b.joinBytes(s); got != four {
-		t.Fatalf("joinBytes before any batch = %d, want %d", got, four)
+	one := s.FlushBytes
+	perSpan := func(bytes int64) int64 { return int64(float64(bytes) / joinSpan.Seconds()) } // the rate that stores bytes in joinSpan
+	for _, tc := range []struct {
+		name       string
+		sinceBatch time.Duration
+		rate       int64 // bytes/s of the last measured flush
+		want       int64
+	}{
+		{"draining, no flush measured", time.Hour, 0, one},
+		{"draining, fast flushes", time.Hour, perSpan(100 * one), 4 * one},
+		{"draining, flushes storing 2.5 chunks per span", time.Hour, perSpan(5 * one / 2), 5 * one / 2},
+		{"draining, flushes slower than a chunk per span", time.Hour, perSpan(one / 3), one},
+		{"batches arriving, fast flushes", 0, perSpan(100 * one), one},
+		{"just past joinIdle", joinIdle, perSpan(100 * one), 4 * one},
+	} {
+		b.lastAdd.Store(time.Now().Add(-tc.sinceBatch).UnixNano())
+		s.rate.Store(tc.rate)
+		if got := b.joinBytes(s); got < tc.want-1 || got > tc.want+1 { // the rate's rounding
+			t.Errorf("%s: joinBytes = %d, want %d", tc.name, got, tc.want)
+		}
 	}
-	addLines(t, b, "k", 0, 10)
-	if got := b.joinBytes(s); got != one {
-		t.Fatalf("joinBytes right after a batch = %d, want one chunk, %d", got, one)
+}
+
+// TestFlushRateIsMeasured: a flush stored at its first attempt sets the
+// stream's rate; joins follow it.
+func TestFlushRateIsMeasured(t *testing.T) {
+	sink := newMemSink()
+	cfg := testConfig(AckMemory)
+	b, err := Open(context.Background(), cfg, t.TempDir(), streamsOf(sink), nil, quiet)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b.lastAdd.Store(time.Now().Add(-joinIdle).UnixNano())
-	if got := b.joinBytes(s); got != four {
-		t.Fatalf("joinBytes %v after the last batch = %d, want %d", joinIdle, got, four)
+	defer b.Close(context.Background())
+	if r := b.streams[0].rate.Load(); r != 0 {
+		t.Fatalf("rate before any flush = %d, want 0", r)
+	}
+	addLines(t, b, "k", 0, 10) // flushed at the flush interval
+	waitFor(t, "the flush's rate", func() bool { return b.streams[0].rate.Load() > 0 })
+	if sink.get("k") != wantLines("k", 0, 10) {
+		t.Fatal("a rate was set before the lines were stored")
+	}
+	var s stream
+	s.noteRate(3<<20, 1500*time.Millisecond)
+	if got := s.rate.Load(); got != 2<<20 {
+		t.Fatalf("noteRate(3 MiB, 1.5 s) set %d B/s, want %d", got, 2<<20)
 	}
 }

@@ -17,8 +17,9 @@
 // age (FlushAge: --flush-interval unless set; --login-flush-interval for
 // logins, with a quiet rule, FlushQuiet: a key quiet that long is flushed
 // at once), how many waiting chunks one flush may take once no batch is
-// coming (FlushJoin: the logs stream takes up to 4, handed to its Flusher
-// as pieces, so a draining key pays one flush per 4 chunks) and an
+// coming (FlushJoin: the logs stream takes up to 16, handed to its Flusher
+// as pieces, so a draining key pays one flush per up to 16 chunks; no more
+// than its flushes were last seen to store in 5 s) and an
 // optional Observer that sees
 // each group of every batch Add accepted (tablesink's Counters count the
 // logs stream's events per service, hour and level from Group.Tally).

@@ -145,9 +145,13 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		}
 	}
 	b.noteFlushEnd(attempt - 1)
+	took := time.Since(start)
+	if attempt == 1 {
+		s.noteRate(r.size, took)
+	}
 	b.met.flushes.WithLabelValues(s.Name).Inc()
 	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(r.size))
-	b.met.flushSeconds.WithLabelValues(s.Name).Observe(time.Since(start).Seconds())
+	b.met.flushSeconds.WithLabelValues(s.Name).Observe(took.Seconds())
 	if b.wal != nil {
 		// No need to wait for this one: without it, recovery asks the sink.
 		go b.wal.Append(encodeDone(kb.stream, kb.key, r.upTo), nil)
@@ -176,17 +180,34 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 // flushes join chunks.
 const joinIdle = 250 * time.Millisecond
 
-// joinBytes is the most a flush of the stream takes now: FlushJoin chunks
-// once no batch has come for joinIdle (the buffer is draining), else one.
-// A joined flush gives its chunks' memory back in one step once its one
-// write lands: under load, with --buffer-bytes full, requests waiting for
-// memory were refused meanwhile (p99 under load on Azurite 110 ms ->
-// 1.1 s), while draining nobody waits.
+// joinSpan is how long a joined flush should take at the rate the
+// stream's flushes last stored at: a third of a storage request's default
+// timeout (15 s), so a slower link gets smaller joins rather than appends
+// that time out and are retried whole.
+const joinSpan = 5 * time.Second
+
+// joinBytes is the most a flush of the stream takes now. While batches
+// come, one chunk. Once none has come for joinIdle (the buffer is
+// draining), what the stream's last measured flush would have stored in
+// joinSpan, at least one chunk and at most FlushJoin of them (one until a
+// flush was measured). A joined flush gives its chunks' memory back in
+// one step once its one write lands: under load, with --buffer-bytes
+// full, requests waiting for memory were refused meanwhile (p99 under
+// load on Azurite 110 ms -> 1.1 s), while draining nobody waits.
 func (b *Buffer) joinBytes(s *stream) int64 {
 	if s.FlushJoin <= 1 || time.Since(time.Unix(0, b.lastAdd.Load())) < joinIdle {
 		return s.FlushBytes
 	}
-	return int64(s.FlushJoin) * s.FlushBytes
+	span := int64(float64(s.rate.Load()) * joinSpan.Seconds())
+	return min(int64(s.FlushJoin)*s.FlushBytes, max(s.FlushBytes, span))
+}
+
+// noteRate records the rate of a flush of size bytes that took d, stored
+// at its first attempt, for joinBytes.
+func (s *stream) noteRate(size int, d time.Duration) {
+	if d > 0 {
+		s.rate.Store(int64(float64(size) / d.Seconds()))
+	}
 }
 
 // run is what one flush takes: consecutive chunks of a key, as pieces.

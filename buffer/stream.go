@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"ingest/internal/retry"
@@ -55,9 +56,12 @@ type StreamDef struct {
 	// FlushBytes in all (always at least one), handed to the Flusher as
 	// pieces, not copied, once no batch has come for joinIdle (draining;
 	// under load a joined flush would hold memory that waiting requests
-	// need). A key's flushes go one at a time, so the sink's cost per
-	// flush (blobsink: a metadata write and an append) is paid per chunk
-	// unless chunks are joined. Zero or 1: one chunk per flush.
+	// need), and no more than the stream's last measured flush stored in
+	// joinSpan (5 s), so a joined flush on a slow link stays well within a
+	// storage request's timeout. A key's flushes go one at a time, so the
+	// sink's cost per flush (blobsink: a metadata write and an append) is
+	// paid per chunk unless chunks are joined. Zero or 1: one chunk per
+	// flush.
 	FlushJoin int
 }
 
@@ -72,6 +76,7 @@ type stream struct {
 	queue chan *keyBuf // keys due for a flush, for the stream's workers
 	retry retry.Policy // of its flushes
 	spare chan []byte  // flushed chunk buffers of FlushBytes capacity, for new chunks
+	rate  atomic.Int64 // bytes/s of the last flush stored at its first attempt; 0 before one
 }
 
 // newStreams checks the registry and returns the buffer's streams.

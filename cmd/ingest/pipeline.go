@@ -31,9 +31,10 @@ type pipeline struct {
 }
 
 // logsFlushJoin is how many of a log key's waiting chunks one flush takes
-// (buffer.StreamDef.FlushJoin): 16 MiB blocks at the default --flush-bytes,
-// far under Azure's 100 MiB append limit.
-const logsFlushJoin = 4
+// at most (buffer.StreamDef.FlushJoin): 64 MiB blocks at the default
+// --flush-bytes, under Azure's 100 MiB append limit (the sink cuts larger
+// runs into blocks of that size).
+const logsFlushJoin = 16
 
 // sinkConfigs are the settings of the pipeline's parts.
 type sinkConfigs struct {
