@@ -176,8 +176,9 @@ func IsToken(s []byte) bool {
 	if len(s) > MaxTokenLen {
 		return false
 	}
-	// OR-ing a table entry per byte (no branch per byte) runs about twice
-	// as fast as testing each byte: this runs for every event's host and id.
+	// One OR of a table entry per byte and no branch: this runs for every
+	// event's host and id (BenchmarkEncoderAppendLine 4% faster than
+	// testing each byte).
 	var bad uint8
 	for _, c := range s {
 		bad |= notToken[c]
