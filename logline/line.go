@@ -136,17 +136,13 @@ func AppendToken(dst, src []byte) []byte {
 		return append(dst, src...)
 	}
 	start := len(dst)
-	onlyDots := len(src) > 0
 	for _, c := range src {
 		if !tokenByte[c] {
 			c = '_'
 		}
-		if c != '.' {
-			onlyDots = false
-		}
 		dst = append(dst, c)
 	}
-	if onlyDots {
+	if onlyDots(dst[start:]) {
 		for i := start; i < len(dst); i++ {
 			dst[i] = '_'
 		}
