@@ -38,7 +38,8 @@
 //
 // One concern per file: config.go (settings and flags), sink.go (Flush as
 // a sequence of steps), encode.go (splitting into blocks, compression),
-// scanmeta.go (a block's metadata from its lines), plan.go (placing blocks
+// scanmeta.go (a block's metadata from its lines, for a piece that came
+// without its logline.Summary), plan.go (placing blocks
 // in blobs, the journaled intent), claim.go (claiming the next blob
 // number), writers.go (a key's current writer, idle eviction), writer.go
 // (a writer's life cycle), widen.go (metadata before and after appending),

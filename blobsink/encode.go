@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+
+	"ingest/logline"
 )
 
 // encode splits data (pieces of one run of lines, each ending at a line's
@@ -12,12 +14,12 @@ import (
 // a flush of --flush-bytes, or of several chunks the buffer joined, is one
 // append. A plain block keeps the pieces it is made of: the append sends
 // them one after another, nothing is copied.
-func (s *Sink) encode(data [][]byte) ([]chunk, error) {
+func (s *Sink) encode(data [][]byte, lines []logline.Summary) ([]chunk, error) {
 	// A block never exceeds a whole blob, so every blob stays under
 	// --blob-max-bytes (unless one line alone is larger).
 	full := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
 	if s.cfg.Compression == CompressNone {
-		return splitPlain(data, full), nil
+		return splitPlain(data, lines, full), nil
 	}
 	// The compressor reads every byte anyway; one copy into a single run
 	// costs little beside it.
@@ -32,11 +34,17 @@ func (s *Sink) encode(data [][]byte) ([]chunk, error) {
 }
 
 // splitPlain cuts the pieces into blocks of whole lines of up to limit
-// bytes, each block the (parts of) pieces it spans.
-func splitPlain(data [][]byte, limit int) []chunk {
+// bytes, each block the (parts of) pieces it spans. lines[i], when known
+// (Count not zero), is what piece i holds; a block that takes a piece
+// whole takes that too (nil lines: none is known).
+func splitPlain(data [][]byte, lines []logline.Summary, limit int) []chunk {
 	var chunks []chunk
 	var b chunk
-	for _, p := range data {
+	for i, p := range data {
+		var known *logline.Summary
+		if i < len(lines) && lines[i].Count > 0 {
+			known = &lines[i]
+		}
 		for len(p) > 0 {
 			n := cut(p, limit-b.raw)
 			if n > limit-b.raw && b.raw > 0 {
@@ -45,7 +53,11 @@ func splitPlain(data [][]byte, limit int) []chunk {
 				b = chunk{}
 				continue
 			}
-			b.add(p[:n])
+			if n == len(data[i]) && known != nil {
+				b.addKnown(p, Meta(*known))
+			} else {
+				b.add(p[:n])
+			}
 			p = p[n:]
 		}
 	}

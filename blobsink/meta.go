@@ -19,44 +19,21 @@ const (
 	MetaLateness = "Lateness"
 )
 
-// Meta is a blob's metadata in typed form.
-type Meta struct {
-	Start, End int64 // earliest and latest event time, Unix ns
-	Levels     logline.LevelSet
-	Count      int64
-	// Late is the most, in ns, by which an event is older than the newest
-	// event stored before it in the blob, when LateKnown: a reader that
-	// has seen events up to time t knows that every later line is from
-	// t-Late on, so it can hand events out in time order without reading
-	// further (query's merge). Not known for a blob written before it was
-	// recorded, or for a Meta not built from lines in their stored order.
-	Late      int64
-	LateKnown bool
-}
+// Meta is a blob's metadata in typed form: the Summary of its lines (see
+// logline.Summary for each field; Late is what the Lateness key holds).
+type Meta logline.Summary
 
 // EventMeta is the metadata of one event of time t and level l, as its
 // line stores it: t truncated to 100 ns.
 func EventMeta(t int64, l logline.Level) Meta {
-	t -= (t%100 + 100) % 100
-	return Meta{Start: t, End: t, Levels: logline.LevelSet(0).Add(l), Count: 1, LateKnown: true}
+	var s logline.Summary
+	s.Add(t, l)
+	return Meta(s)
 }
 
 // Merge widens m to cover o, stored after m's events.
 func (m Meta) Merge(o Meta) Meta {
-	if o.Count == 0 {
-		return m
-	}
-	if m.Count == 0 {
-		return o
-	}
-	// An event of o is older than m's newest by at most m.End-o.Start.
-	m.Late = max(m.Late, o.Late, m.End-o.Start)
-	m.LateKnown = m.LateKnown && o.LateKnown
-	m.Start = min(m.Start, o.Start)
-	m.End = max(m.End, o.End)
-	m.Levels |= o.Levels
-	m.Count += o.Count
-	return m
+	return Meta(logline.Summary(m).Merge(logline.Summary(o)))
 }
 
 // Map renders m as blob metadata.

@@ -1,6 +1,8 @@
 package blobsink
 
 import (
+	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -110,6 +112,51 @@ func TestScanMetaLatenessMatchesEvents(t *testing.T) {
 			t.Fatalf("run %d (times within %v): scanMeta = %+v, events merged = %+v\n%s", run, span, got, want, data)
 		}
 	}
+}
+
+// FuzzSummaryMatchesLines checks that the Summary the producer keeps as it
+// writes lines (logline.Summary.Add, which the blob's metadata takes
+// instead of reading the lines) says what reading the lines back says:
+// any times the intake accepts (years 1678..2261), in any order, any
+// levels. Each 9 bytes of the input are one line: a time (Unix ns,
+// little-endian) and a level. The times are brought into a window of 250
+// years inside those (the first line's time places it): a blob's lines
+// share an hour, and times further apart than int64 nanoseconds span
+// would overflow the lateness either way.
+func FuzzSummaryMatchesLines(f *testing.F) {
+	line := func(t int64, l logline.Level) []byte {
+		return append(binary.LittleEndian.AppendUint64(nil, uint64(t)), byte(l))
+	}
+	h := hour.UnixNano()
+	f.Add(line(h, logline.LevelInfo))
+	f.Add(bytes.Join([][]byte{line(h+2e9, logline.LevelWarn), line(h+1e9+50, logline.LevelNone), line(h+3e9, logline.LevelError)}, nil))
+	lo := time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	hi := time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // exclusive
+	f.Add(bytes.Join([][]byte{line(lo, logline.LevelFatal), line(hi-1, logline.LevelTrace), line(-1, logline.LevelDebug)}, nil))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var data []byte
+		var sum logline.Summary
+		var enc logline.Encoder
+		const window = 250 * 365 * 24 * int64(time.Hour)
+		var base int64
+		for i := 0; i+9 <= len(in) && i < 9*200; i += 9 {
+			ts := int64(binary.LittleEndian.Uint64(in[i:]))
+			if i == 0 {
+				base = lo + int64(uint64(ts)%uint64(hi-window-lo))
+			}
+			ts = base + int64(uint64(ts)%uint64(window))
+			e := logline.Event{Time: ts, Level: logline.Level(in[i+8] % 7),
+				Service: []byte("m"), Host: []byte("h"), ID: []byte("i"), Message: []byte("x")}
+			data = enc.AppendLine(data, &e)
+			sum.Add(e.Time, e.Level)
+		}
+		if sum.Count == 0 {
+			return
+		}
+		if got := scanMeta(data); got != Meta(sum) {
+			t.Fatalf("lines read back: %+v, summary kept while writing: %+v\n%s", got, sum, data)
+		}
+	})
 }
 
 // BenchmarkScanMetaInterleaved reads the metadata of lines the way the

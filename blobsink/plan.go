@@ -35,8 +35,10 @@ type chunk struct {
 }
 
 // add appends a piece of plain lines to the block.
-func (c *chunk) add(lines []byte) {
-	m := scanMeta(lines)
+func (c *chunk) add(lines []byte) { c.addKnown(lines, scanMeta(lines)) }
+
+// addKnown appends lines whose metadata m is known.
+func (c *chunk) addKnown(lines []byte, m Meta) {
 	if len(c.encoded) > 0 {
 		m = c.meta.Merge(m)
 	}

@@ -12,6 +12,11 @@ import (
 // order cost text comparisons alone, and lines of concurrent requests,
 // which interleave within a minute, a few digits each. The lines are
 // this program's (the buffer's chunks): every time is valid.
+//
+// Flush needs it only for a piece the buffer handed without its Summary:
+// lines replayed from the WAL after a restart, the rest of a piece a
+// failed flush stored in part, a piece a block boundary cuts, or a
+// compressed block.
 func scanMeta(raw []byte) Meta {
 	m := Meta{LateKnown: true}
 	var minT, maxT []byte

@@ -9,6 +9,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"ingest/logline"
 )
 
 // Sink writes one key's lines ("{service}/{YYYY}/{MM}/{DD}/{hh}00") into
@@ -50,8 +52,11 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 // Flush implements the buffer's Flusher: it appends data to the key's blob,
 // claiming new blobs as they fill, and returns the bytes stored. It journals
 // its plan before writing a byte, so recovery (Landed) can finish it.
-func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, journal func([]byte) error) (int, error) {
-	chunks, err := s.encode(data)
+// lines[i], when its Count is not zero, is what data[i] holds: the blob's
+// metadata takes it instead of reading the piece's lines (nil lines: read
+// them all).
+func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, journal func([]byte) error) (int, error) {
+	chunks, err := s.encode(data, lines)
 	if err != nil {
 		return 0, err
 	}

@@ -122,11 +122,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("api", hour)
 		data := append(lines("api", hour.Add(4*time.Minute), 10, logline.LevelInfo), lines("api", hour.Add(2*time.Minute), 5, logline.LevelError)...)
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		more := lines("api", hour.Add(50*time.Minute), 3, logline.LevelWarn)
-		if _, err := s.Flush(context.Background(), key, [][]byte{more}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{more}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -156,7 +156,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlobBytes: 4000, ChunkBytes: 1500})
 		key := HourPrefix("roll", hour)
 		data := lines("roll", hour, 100, logline.LevelInfo) // ~9 KB
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		names := listNames(t, store, key+"/")
@@ -192,10 +192,10 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		a, b := newTestSink(t, store, Config{}), newTestSink(t, store, Config{})
 		da, db := lines("shared", hour, 5, logline.LevelInfo), lines("shared", hour.Add(time.Minute), 5, logline.LevelInfo)
-		if _, err := a.Flush(context.Background(), key, [][]byte{da}, noJournal); err != nil {
+		if _, err := a.Flush(context.Background(), key, [][]byte{da}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Flush(context.Background(), key, [][]byte{db}, noJournal); err != nil {
+		if _, err := b.Flush(context.Background(), key, [][]byte{db}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, store, BlobName(key, 3, CompressNone)); !bytes.Equal(got, da) {
@@ -215,7 +215,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			key := HourPrefix("z", hour)
 			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
 			for _, d := range [][]byte{d1, d2} {
-				if _, err := s.Flush(context.Background(), key, [][]byte{d}, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, noJournal); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -234,12 +234,12 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("lost", hour)
 		data := lines("lost", hour, 20, logline.LevelInfo)
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal)
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal)
 		if err == nil {
 			t.Fatal("the lost response was not reported")
 		}
 		// The buffer retries the rest; the sink finds the block already there.
-		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, inner, BlobName(key, 1, CompressNone)); !bytes.Equal(got, data) {
@@ -251,11 +251,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		spy := &metaSpy{Store: inner}
 		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
 		key := HourPrefix("spy", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
-		if _, err := s.Flush(context.Background(), key, [][]byte{late}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{late}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if spy.appends < 3 || spy.uncovered > 0 {
@@ -267,7 +267,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlocks: 3, ChunkBytes: 500})
 		key := HourPrefix("blocks", hour)
 		data := lines("blocks", hour, 40, logline.LevelInfo) // ~8 blocks of 500 bytes
-		if _, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -289,7 +289,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		key := HourPrefix("crash", hour)
 		data := lines("crash", hour, 40, logline.LevelWarn) // several blocks; two land, then "crash"
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, func(b []byte) error { intent = b; return nil })
 		if err == nil || n == 0 || n == len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
 		}
@@ -305,7 +305,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
 		}
 		// The rest goes to a new blob: a restarted writer never appends to an old one.
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -321,7 +321,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		for i := range 4 {
 			before := spy.writes
 			d := lines("meta", hour.Add(time.Duration(i)*time.Minute), 10+i, logline.LevelInfo)
-			if _, err := s.Flush(context.Background(), key, [][]byte{d}, noJournal); err != nil {
+			if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, noJournal); err != nil {
 				t.Fatal(err)
 			}
 			total += 10 + i
@@ -344,7 +344,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			pieces = append(pieces, lines("join", hour.Add(time.Duration(10-3*i)*time.Minute), 20, logline.Level(1+i%3)))
 		}
 		data := bytes.Join(pieces, nil)
-		if n, err := s.Flush(context.Background(), key, pieces, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, pieces, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v; want %d", n, err, len(data))
 		}
 		if spy.appends != 1 || counter.writes != 1 || spy.uncovered != 0 {
@@ -370,7 +370,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		data := bytes.Join(pieces, nil)
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, pieces, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), key, pieces, nil, func(b []byte) error { intent = b; return nil })
 		if err == nil || n <= len(pieces[0]) || n >= len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush past the first piece (%d bytes) and short of %d", n, err, len(pieces[0]), len(data))
 		}
@@ -379,7 +379,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		if err != nil || landed != n {
 			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
 		}
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -391,15 +391,15 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		store := &flakyStore{Store: newStore(t), failAppendsAfter: 1}
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("fail", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		// Sent ahead counting 30 more events, then the append fails.
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, noJournal); err == nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, nil, noJournal); err == nil {
 			t.Fatal("the failed append was not reported")
 		}
 		store.failAppendsAfter = 0
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		m, ok := ParseMeta(stat(t, store, BlobName(key, 1, CompressNone)).Metadata)
@@ -481,7 +481,7 @@ func TestTornBlockIsCutOnRecovery(t *testing.T) {
 	var intent []byte
 	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
 	s.store = flaky
-	n, err := s.Flush(context.Background(), key, [][]byte{data}, func(b []byte) error { intent = b; return nil })
+	n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, func(b []byte) error { intent = b; return nil })
 	if err == nil || n == 0 || n+100 > len(data) {
 		t.Fatalf("Flush = %d, %v: want one block stored, then a failure", n, err)
 	}
@@ -536,7 +536,7 @@ func BenchmarkSinkFlushFile(b *testing.B) {
 			b.ReportAllocs()
 			key := HourPrefix("bench", hour)
 			for b.Loop() {
-				if _, err := s.Flush(context.Background(), key, [][]byte{data}, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -601,7 +601,7 @@ func TestConcurrentKeys(t *testing.T) {
 			svc := fmt.Sprintf("svc%d", k)
 			key := HourPrefix(svc, hour)
 			for i := range 20 {
-				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, nil, noJournal); err != nil {
 					t.Error(err)
 					return
 				}
@@ -622,7 +622,7 @@ func TestEncodeBlocks(t *testing.T) {
 		s := newTestSink(t, nil, Config{})
 		one := lines("e", hour, 1, logline.LevelInfo)
 		data := bytes.Repeat(one, (16<<20)/len(one)) // --flush-bytes 16MiB, four times Azure's old block limit
-		chunks, err := s.encode([][]byte{data})
+		chunks, err := s.encode([][]byte{data}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -631,28 +631,50 @@ func TestEncodeBlocks(t *testing.T) {
 		}
 	})
 	t.Run("PlainBlocksKeepThePieces", func(t *testing.T) {
-		f := func(sizes []int, limit int, want []int) {
+		f := func(sizes []int, limit int, wantSizes []int) {
 			t.Helper()
 			var pieces [][]byte
 			for _, n := range sizes { // lines of 10 bytes
 				pieces = append(pieces, bytes.Repeat([]byte("123456789\n"), n/10))
 			}
-			chunks := splitPlain(pieces, limit)
-			var got []int
-			var joined []byte
-			for _, c := range chunks {
-				got = append(got, c.size)
-				block := bytes.Join(c.encoded, nil)
-				if c.raw != c.size || len(block) != c.size || c.meta != scanMeta(block) {
-					t.Fatalf("splitPlain(%v, %d): a block of %d raw, %d stored, %d in pieces, metadata %+v; want them equal and %+v", sizes, limit, c.raw, c.size, len(block), c.meta, scanMeta(block))
+			// A summary the lines could not give (scanMeta finds no time in
+			// them): a block must take it for a piece it holds whole, and
+			// read the lines of a piece it holds in part.
+			known := make([]logline.Summary, len(pieces))
+			for i := range known {
+				known[i] = logline.Summary{Start: int64(i), End: int64(i), Count: int64(1000 + i), LateKnown: true}
+			}
+			for _, lines := range [][]logline.Summary{nil, known} {
+				chunks := splitPlain(pieces, lines, limit)
+				var got []int
+				var joined []byte
+				for _, c := range chunks {
+					got = append(got, c.size)
+					block := bytes.Join(c.encoded, nil)
+					var want Meta
+					for k, part := range c.encoded {
+						m := scanMeta(part)
+						for i, p := range pieces {
+							if lines != nil && len(p) == len(part) && &p[0] == &part[0] {
+								m = Meta(lines[i])
+							}
+						}
+						if k > 0 {
+							m = want.Merge(m)
+						}
+						want = m
+					}
+					if c.raw != c.size || len(block) != c.size || c.meta != want {
+						t.Fatalf("splitPlain(%v, %d): a block of %d raw, %d stored, %d in pieces, metadata %+v; want them equal and %+v", sizes, limit, c.raw, c.size, len(block), c.meta, want)
+					}
+					joined = append(joined, block...)
 				}
-				joined = append(joined, block...)
-			}
-			if !slices.Equal(got, want) || !bytes.Equal(joined, bytes.Join(pieces, nil)) {
-				t.Fatalf("splitPlain(%v, %d) = blocks %v; want %v, carrying every byte in order", sizes, limit, got, want)
-			}
-			if len(chunks) > 0 && len(pieces[0]) > 0 && &chunks[0].encoded[0][0] != &pieces[0][0] {
-				t.Fatal("a block copied its piece instead of keeping it")
+				if !slices.Equal(got, wantSizes) || !bytes.Equal(joined, bytes.Join(pieces, nil)) {
+					t.Fatalf("splitPlain(%v, %d) = blocks %v; want %v, carrying every byte in order", sizes, limit, got, wantSizes)
+				}
+				if len(chunks) > 0 && len(pieces[0]) > 0 && &chunks[0].encoded[0][0] != &pieces[0][0] {
+					t.Fatal("a block copied its piece instead of keeping it")
+				}
 			}
 		}
 		f([]int{40, 40, 40, 40}, 1000, []int{160})
@@ -678,7 +700,7 @@ func TestEncodeBlocks(t *testing.T) {
 			}
 			data[len(data)-1] = '\n'
 			half := bytes.LastIndexByte(data[:len(data)/2], '\n') + 1
-			chunks, err := s.encode([][]byte{data[:half], data[half:]})
+			chunks, err := s.encode([][]byte{data[:half], data[half:]}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

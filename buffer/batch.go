@@ -1,6 +1,10 @@
 package buffer
 
-import "bytes"
+import (
+	"bytes"
+
+	"ingest/logline"
+)
 
 // Group is the encoded lines of one key in a batch.
 type Group struct {
@@ -12,6 +16,11 @@ type Group struct {
 	// for the stream's Observer (the logs stream counts them per level).
 	// The buffer itself does not read it.
 	Tally [8]int
+	// Lines summarizes Data's lines when the producer kept it as it wrote
+	// them (the logs stream does); zero otherwise. The buffer merges the
+	// summaries of a chunk's groups and hands them to the Flusher, so the
+	// sink need not read the lines back for them.
+	Lines logline.Summary
 }
 
 // Batch is what one request adds: its events grouped per key. Reuse it
@@ -47,6 +56,7 @@ func (b *Batch) Group(stream Stream, key []byte) *Group {
 	g.Data = g.Data[:0]
 	g.Events = 0
 	g.Tally = [8]int{}
+	g.Lines = logline.Summary{}
 	return g
 }
 

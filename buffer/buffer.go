@@ -17,6 +17,7 @@ import (
 	"ingest/internal/httperr"
 	"ingest/internal/notify"
 	"ingest/internal/retry"
+	"ingest/logline"
 	"ingest/wal"
 )
 
@@ -31,7 +32,12 @@ type Flusher interface {
 	// journal once with an intent that lets Landed tell, after a crash, what
 	// landed; a sink whose writes are idempotent need not. Flushes of one key
 	// never run concurrently.
-	Flush(ctx context.Context, key string, data [][]byte, journal func(intent []byte) error) (int, error)
+	//
+	// lines[i] is the Summary of data[i]'s lines when its Count is not
+	// zero: the producer summarized every group of that piece (see
+	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
+	// to know what they hold.
+	Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, journal func(intent []byte) error) (int, error)
 	// Landed returns how many leading bytes of the flush described by intent
 	// reached storage before a crash, finishing whatever bookkeeping (such as
 	// metadata) the interrupted flush left undone.
@@ -125,6 +131,10 @@ type chunk struct {
 	// chunk (by a flush a crash interrupted); data starts after them.
 	skip  int
 	since time.Time // when its first byte arrived
+	// lines summarizes data when every group added to it came with its
+	// Summary (Group.Lines); linesOK says so.
+	lines   logline.Summary
+	linesOK bool
 }
 
 // due reports whether the key has a chunk to flush now: a full one (of
@@ -265,14 +275,14 @@ func (b *Buffer) insert(batch *Batch, lsn uint64) {
 	b.lastAdd.Store(now.UnixNano())
 	for i := range batch.groups {
 		g := &batch.groups[i]
-		b.addToKey(g.Stream, g.Key, g.Data, lsn, 0, now)
+		b.addToKey(g.Stream, g.Key, g.Data, g.Lines, lsn, 0, now)
 	}
 }
 
 // addToKey appends one group's lines to its key's last chunk, or a new
 // one when that is full, and queues the key for flushing when it is due.
 // skip is for replay: bytes of record lsn stored already, before data.
-func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int, now time.Time) {
+func (b *Buffer) addToKey(stream Stream, key, data []byte, lines logline.Summary, lsn uint64, skip int, now time.Time) {
 	full := append(make([]byte, 0, 64), byte(stream))
 	full = append(full, key...)
 	st := b.stripeOf(full)
@@ -296,9 +306,11 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lsn uint64, skip int,
 		last = kb.chunks[n-1]
 	}
 	if last == nil || (len(last.data) > 0 && int64(len(last.data)+len(data)) > b.streams[stream].FlushBytes) {
-		last = &chunk{data: b.streams[stream].chunkBuffer(max(len(data), kb.lastChunk), last != nil), firstLSN: lsn, skip: skip, since: now}
+		last = &chunk{data: b.streams[stream].chunkBuffer(max(len(data), kb.lastChunk), last != nil), firstLSN: lsn, skip: skip, since: now, linesOK: true}
 		kb.chunks = append(kb.chunks, last)
 	}
+	last.lines = last.lines.Merge(lines)
+	last.linesOK = last.linesOK && lines.Count > 0
 	if len(last.data)+len(data) > cap(last.data) {
 		last.data = b.streams[stream].growChunk(last.data, len(data))
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"ingest/logline"
 )
 
 // memSink is a Flusher that keeps what it stores in memory, so tests can
@@ -32,11 +34,15 @@ type memSink struct {
 	cutPieces []int
 	// maxPieces is the most pieces a flush came in.
 	maxPieces int
+	// lines are the summaries of every piece stored whole, by key.
+	lines map[string][]logline.Summary
 }
 
-func newMemSink() *memSink { return &memSink{stored: map[string][]byte{}} }
+func newMemSink() *memSink {
+	return &memSink{stored: map[string][]byte{}, lines: map[string][]logline.Summary{}}
+}
 
-func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, journal func([]byte) error) (int, error) {
+func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines []logline.Summary, journal func([]byte) error) (int, error) {
 	data := bytes.Join(pieces, nil)
 	m.mu.Lock()
 	m.calls++
@@ -64,6 +70,7 @@ func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, journa
 		return n, errors.New("crashed")
 	}
 	m.stored[key] = append(m.stored[key], data...)
+	m.lines[key] = append(m.lines[key], lines...)
 	m.mu.Unlock()
 	return len(data), nil
 }
@@ -91,11 +98,27 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func addLines(t *testing.T, b *Buffer, key string, from, to int) {
 	t.Helper()
+	addBatch(t, b, key, from, to, false)
+}
+
+// addSummarized is addLines with the lines' Summary kept as they are
+// written (Group.Lines), as the logs stream's producer does: line i has
+// time i µs, and level info.
+func addSummarized(t *testing.T, b *Buffer, key string, from, to int) {
+	t.Helper()
+	addBatch(t, b, key, from, to, true)
+}
+
+func addBatch(t *testing.T, b *Buffer, key string, from, to int, summarize bool) {
+	t.Helper()
 	var batch Batch
 	for i := from; i < to; i++ {
 		g := batch.Group(0, []byte(key))
 		g.Data = fmt.Appendf(g.Data, "%s line %d\n", key, i)
 		g.Events++
+		if summarize {
+			g.Lines.Add(int64(i)*1000, logline.LevelInfo)
+		}
 	}
 	if err := b.Add(context.Background(), &batch); err != nil {
 		t.Fatal(err)
@@ -247,6 +270,58 @@ func TestReplayAfterCrash(t *testing.T) {
 	}
 }
 
+// TestFlushCarriesLineSummaries: the Flusher gets each chunk's Summary when
+// every batch in it came with one, and none (a zero Summary) when one did
+// not, or when the chunk was rebuilt from the WAL after a crash: then the
+// sink must read the lines.
+func TestFlushCarriesLineSummaries(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(AckWAL)
+	info := logline.LevelSet(0).Add(logline.LevelInfo)
+	summarized := func(from, to int) logline.Summary {
+		return logline.Summary{Start: int64(from) * 1000, End: int64(to-1) * 1000, Levels: info, Count: int64(to - from), LateKnown: true}
+	}
+	f := func(sink *memSink, key string, want ...logline.Summary) {
+		t.Helper()
+		if got := sink.lines[key]; !slices.Equal(got, want) {
+			t.Fatalf("key %s: the sink got summaries %+v, want %+v", key, got, want)
+		}
+	}
+
+	sink := newMemSink()
+	b := openBuffer(t, cfg, dir, sink)
+	addSummarized(t, b, "a", 0, 10)
+	addSummarized(t, b, "a", 10, 25) // the same chunk: merged
+	addLines(t, b, "b", 0, 10)
+	addSummarized(t, b, "c", 0, 10)
+	addLines(t, b, "c", 10, 20) // one batch without: the chunk has none
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f(sink, "a", summarized(0, 25))
+	f(sink, "b", logline.Summary{})
+	f(sink, "c", logline.Summary{})
+	if got := sink.get("a"); got != wantLines("a", 0, 25) {
+		t.Fatalf("a = %q", got)
+	}
+
+	sink.failNext = 1 << 30 // storage down: the next lines wait in the WAL
+	b = openBuffer(t, cfg, dir, sink)
+	addSummarized(t, b, "a", 25, 30)
+	b.kill()
+	sink2 := newMemSink()
+	b2 := openBuffer(t, cfg, dir, sink2)
+	addSummarized(t, b2, "d", 0, 5)
+	if err := b2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f(sink2, "a", logline.Summary{}) // replayed
+	f(sink2, "d", summarized(0, 5))
+	if got := sink2.get("a"); got != wantLines("a", 25, 30) {
+		t.Fatalf("after replay a = %q", got)
+	}
+}
+
 // TestCrashMidFlush: the process dies after part of a flush reached storage.
 // The restart asks the sink what landed and stores only the rest.
 func TestCrashMidFlush(t *testing.T) {
@@ -374,7 +449,7 @@ func benchAdd(b *testing.B, ack AckMode) {
 
 type discardSink struct{}
 
-func (discardSink) Flush(_ context.Context, _ string, data [][]byte, journal func([]byte) error) (int, error) {
+func (discardSink) Flush(_ context.Context, _ string, data [][]byte, _ []logline.Summary, journal func([]byte) error) (int, error) {
 	n := 0
 	for _, p := range data {
 		n += len(p)
@@ -494,7 +569,7 @@ type sizeSink struct {
 	all     []byte
 }
 
-func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ func([]byte) error) (int, error) {
+func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ func([]byte) error) (int, error) {
 	<-s.release
 	data := bytes.Join(pieces, nil)
 	s.mu.Lock()
@@ -751,24 +826,32 @@ func sum(ns []int) int {
 
 func TestAfterDropsLeadingBytes(t *testing.T) {
 	pieces := [][]byte{[]byte("abc"), []byte("de"), []byte("fgh")}
-	f := func(n int, want []string) {
+	// Each piece's summary counts its bytes, so that which one stayed with
+	// which piece shows; a piece cut short must lose its summary.
+	lines := []logline.Summary{{Count: 3}, {Count: 2}, {Count: 3}}
+	f := func(n int, want []string, wantCounts []int64) {
 		t.Helper()
 		var got []string
-		for _, p := range after(pieces, n) {
+		data, sums := after(pieces, lines, n)
+		for _, p := range data {
 			got = append(got, string(p))
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("after(%d) = %q, want %q", n, got, want)
+		var counts []int64
+		for _, s := range sums {
+			counts = append(counts, s.Count)
+		}
+		if !slices.Equal(got, want) || !slices.Equal(counts, wantCounts) {
+			t.Fatalf("after(%d) = %q with counts %v, want %q with %v", n, got, counts, want, wantCounts)
 		}
 	}
-	f(0, []string{"abc", "de", "fgh"})
-	f(1, []string{"bc", "de", "fgh"})
-	f(3, []string{"de", "fgh"})
-	f(4, []string{"e", "fgh"})
-	f(7, []string{"h"})
-	f(8, nil)
-	if string(bytes.Join(pieces, nil)) != "abcdefgh" {
-		t.Fatal("after changed its argument")
+	f(0, []string{"abc", "de", "fgh"}, []int64{3, 2, 3})
+	f(1, []string{"bc", "de", "fgh"}, []int64{0, 2, 3})
+	f(3, []string{"de", "fgh"}, []int64{2, 3})
+	f(4, []string{"e", "fgh"}, []int64{0, 3})
+	f(7, []string{"h"}, []int64{0})
+	f(8, nil, nil)
+	if string(bytes.Join(pieces, nil)) != "abcdefgh" || lines[0].Count != 3 {
+		t.Fatal("after changed its arguments")
 	}
 }
 

@@ -23,6 +23,11 @@
 // optional Observer that sees
 // each group of every batch Add accepted (tablesink's Counters count the
 // logs stream's events per service, hour and level from Group.Tally).
+// A group may carry the logline.Summary of its lines (Group.Lines, kept by
+// the HTTP layer as it encodes them): the buffer merges them per chunk and
+// hands them to the Flusher with the chunk, so blobsink writes a blob's
+// metadata without reading the lines back; a chunk rebuilt from the WAL
+// has none.
 //
 // Durability follows --ack:
 //

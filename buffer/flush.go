@@ -3,6 +3,8 @@ package buffer
 import (
 	"context"
 	"time"
+
+	"ingest/logline"
 )
 
 // evictAfter is how long an empty key buffer is kept before it is dropped.
@@ -125,7 +127,8 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	start := time.Now()
 	attempt := 1
 	for ; ; attempt++ {
-		n, err := s.Flusher.Flush(context.Background(), kb.key, after(r.data, stored), journal)
+		data, lines := after(r.data, r.lines, stored)
+		n, err := s.Flusher.Flush(context.Background(), kb.key, data, lines, journal)
 		stored += n
 		if err == nil && stored >= r.size {
 			break
@@ -212,10 +215,11 @@ func (s *stream) noteRate(size int, d time.Duration) {
 
 // run is what one flush takes: consecutive chunks of a key, as pieces.
 type run struct {
-	data        [][]byte // the chunks' buffers, oldest first
-	size        int      // their bytes in all
-	first, upTo uint64   // LSNs of the first and last record
-	skip        int      // bytes of record first stored before (see chunk.skip)
+	data        [][]byte          // the chunks' buffers, oldest first
+	lines       []logline.Summary // what each holds, where known (chunk.lines)
+	size        int               // their bytes in all
+	first, upTo uint64            // LSNs of the first and last record
+	skip        int               // bytes of record first stored before (see chunk.skip)
 }
 
 // take removes the key's oldest chunk and the ones after it while they
@@ -228,6 +232,11 @@ func (kb *keyBuf) take(limit int64) run {
 	for n < len(kb.chunks) && (n == 0 || int64(r.size+len(kb.chunks[n].data)) <= limit) {
 		c = kb.chunks[n]
 		r.data = append(r.data, c.data)
+		var lines logline.Summary
+		if c.linesOK {
+			lines = c.lines
+		}
+		r.lines = append(r.lines, lines)
 		r.size += len(c.data)
 		r.upTo = c.lastLSN
 		kb.lastChunk = len(c.data)
@@ -238,17 +247,17 @@ func (kb *keyBuf) take(limit int64) run {
 	return r
 }
 
-// after returns pieces without their first n bytes, leaving pieces as
-// they are.
-func after(pieces [][]byte, n int) [][]byte {
+// after returns pieces and their summaries without their first n bytes,
+// leaving both slices as they are. A piece cut short has no summary.
+func after(pieces [][]byte, lines []logline.Summary, n int) ([][]byte, []logline.Summary) {
 	for len(pieces) > 0 && n >= len(pieces[0]) {
 		n -= len(pieces[0])
-		pieces = pieces[1:]
+		pieces, lines = pieces[1:], lines[1:]
 	}
 	if n == 0 || len(pieces) == 0 {
-		return pieces
+		return pieces, lines
 	}
-	return append([][]byte{pieces[0][n:]}, pieces[1:]...)
+	return append([][]byte{pieces[0][n:]}, pieces[1:]...), append([]logline.Summary{{}}, lines[1:]...)
 }
 
 type shortFlushError struct{}

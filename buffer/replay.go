@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"ingest/logline"
 	"ingest/wal"
 )
 
@@ -211,7 +212,7 @@ func (b *Buffer) requeue(ctx context.Context, keys pendingKeys) (resolved, bytes
 				continue
 			}
 			b.budget.Force(int64(len(c.data)))
-			b.addToKey(p.stream, []byte(p.key), c.data, c.lsn, c.skip, now)
+			b.addToKey(p.stream, []byte(p.key), c.data, logline.Summary{}, c.lsn, c.skip, now)
 			bytes += len(c.data)
 		}
 	}

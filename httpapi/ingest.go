@@ -315,7 +315,8 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	e.ServiceToken = true
 	g.Data = st.enc.AppendLine(g.Data, e)
 	g.Events++
-	g.Tally[e.Level]++ // for the stats counters, the stream's observer
+	g.Tally[e.Level]++           // for the stats counters, the stream's observer
+	g.Lines.Add(e.Time, e.Level) // the blob's metadata, without reading the lines back
 }
 
 // findGroup returns the index of the group of events of service svc (as
