@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"ingest/internal/jsonstr"
 	"ingest/logline"
@@ -307,7 +306,7 @@ func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	}
 	raw := b[i+1 : end-1]
 	switch {
-	case fl == 0 || fl == jsonstr.High && utf8.Valid(raw): // nothing to escape or replace: the line can copy it
+	case fl == 0: // nothing to escape or replace: the line can copy it
 		ev.Message, ev.MessagePlain = raw, true
 	case fl&jsonstr.Escape == 0:
 		ev.Message = raw

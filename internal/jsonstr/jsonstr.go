@@ -29,21 +29,25 @@ import (
 type Flags uint8
 
 const (
-	Escape Flags = 1 << iota // has a backslash escape
-	Ctrl                     // has a raw control character (below 0x20)
-	High                     // has a byte >= 0x80
+	Escape  Flags = 1 << iota // has a backslash escape
+	Ctrl                      // has a raw control character (below 0x20)
+	BadUTF8                   // has bytes that are not valid UTF-8
 )
 
-// quote marks the closing quote in class; it is not a Flags value.
-const quote = 1 << 7
+// quote and high mark, in class, the closing quote and a byte >= 0x80 (of
+// a rune to check); they are not Flags values.
+const (
+	quote = 1 << 7
+	high  = 1 << 6
+)
 
-// class sorts string bytes: 0 for a plain byte, else its flag or quote.
+// class sorts string bytes: 0 for a plain byte, else its flag, quote or high.
 var class = func() (t [256]uint8) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = uint8(Ctrl)
 	}
 	for c := 0x80; c < 0x100; c++ {
-		t[c] = uint8(High)
+		t[c] = high
 	}
 	t['"'] = quote
 	t['\\'] = uint8(Escape)
@@ -81,7 +85,10 @@ func skipPlain(b []byte, j int) int {
 // Scan returns the index just past the closing quote of the string whose
 // opening quote is b[i], and what kinds of bytes it holds; end is -1 when
 // the string is not terminated. It looks at 8 bytes at a time while they
-// are plain, so a long message costs about a word's test per 8 bytes.
+// are plain, so a long message costs about a word's test per 8 bytes, and
+// it checks each multi-byte rune as it passes it, so no caller reads the
+// string again to know it is valid UTF-8: flags 0 means the contents are
+// valid as they are.
 func Scan(b []byte, i int) (end int, flags Flags) {
 	j := i + 1
 	for {
@@ -98,15 +105,25 @@ func Scan(b []byte, i int) (end int, flags Flags) {
 				break
 			}
 		}
-		switch {
-		case c == 0:
+		switch c {
+		case 0:
 			return -1, flags
-		case c == quote:
+		case quote:
 			return j + 1, flags
-		case Flags(c) == Escape:
-			j++ // the escaped byte, which may be a quote
+		case high:
+			if r, n := utf8.DecodeRune(b[j:]); r != utf8.RuneError || n > 1 {
+				j += n
+				continue
+			}
+			flags |= BadUTF8
+		case uint8(Escape):
+			flags |= Escape
+			if j+1 < len(b) && (b[j+1] == '"' || b[j+1] == '\\') {
+				j++ // escaped, so it neither ends the string nor escapes
+			}
+		default:
+			flags |= Ctrl
 		}
-		flags |= Flags(c)
 		j++
 	}
 }
@@ -356,7 +373,7 @@ func AppendRaw(dst, raw []byte, flags Flags) []byte {
 // string as it came, quotes included. For text without escapes it also
 // means AppendQuoted writes it unchanged.
 func Verbatim(raw []byte, flags Flags) bool {
-	if flags&Ctrl != 0 || flags&High != 0 && !utf8.Valid(raw) {
+	if flags&(Ctrl|BadUTF8) != 0 {
 		return false
 	}
 	if flags&Escape != 0 {

@@ -9,27 +9,31 @@ import (
 	"unicode/utf8"
 )
 
-// scanBytewise is Scan one byte at a time (a table lookup per byte), the
-// reference for the word-at-a-time version.
-func scanBytewise(b []byte, i int) (end int, flags Flags) {
-	j := i + 1
-	for {
-		for j < len(b) && class[b[j]] == 0 {
+// scanReference is Scan the plain way, the reference for the
+// word-at-a-time version: find the closing quote a byte at a time (a
+// backslash takes the next byte with it), then ask of the contents what
+// each flag says.
+func scanReference(b []byte, i int) (end int, flags Flags) {
+	end = -1
+	raw := b[i+1:]
+	for j := i + 1; j < len(b); j++ {
+		if b[j] == '\\' {
 			j++
+		} else if b[j] == '"' {
+			end, raw = j+1, b[i+1:j]
+			break
 		}
-		if j >= len(b) {
-			return -1, flags
-		}
-		c := class[b[j]]
-		if c == quote {
-			return j + 1, flags
-		}
-		flags |= Flags(c)
-		if Flags(c) == Escape {
-			j++
-		}
-		j++
 	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		flags |= Escape
+	}
+	if bytes.ContainsFunc(raw, func(r rune) bool { return r < 0x20 }) {
+		flags |= Ctrl
+	}
+	if !utf8.Valid(raw) {
+		flags |= BadUTF8
+	}
+	return end, flags
 }
 
 func TestScan(t *testing.T) {
@@ -44,7 +48,12 @@ func TestScan(t *testing.T) {
 		{`"ab\"cd"`, 8, Escape},
 		{`"ab\\"cd"`, 6, Escape},
 		{"\"tab\there\"", 10, Ctrl},
-		{`"héllo, wörld and more"`, 25, High},
+		{`"héllo, wörld and more"`, 25, 0},
+		{"\"bad \xff utf-8\"", 13, BadUTF8},
+		{"\"cut \xc3\"", 7, BadUTF8},                 // a rune's first byte, then the quote
+		{"\"\xef\xbf\xbd\"", 5, 0},                   // U+FFFD itself is valid
+		{"\"\xed\xa0\x80\"", 5, BadUTF8},             // a surrogate's encoding is not
+		{"\"\\é\\\\é\\\xff\"", 11, Escape | BadUTF8}, // a rune after a backslash is read whole
 		{`"never closed`, -1, 0},
 		{`"ends in escape\"`, -1, Escape},
 		{`"12345678\"12345678"`, 20, Escape},
@@ -137,8 +146,8 @@ func FuzzStrings(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		lit := append(append([]byte{'"'}, raw...), '"')
 		end, fl := Scan(lit, 0)
-		if wantEnd, wantFl := scanBytewise(lit, 0); end != wantEnd || fl != wantFl {
-			t.Fatalf("Scan(%q) = %d, %b; byte by byte %d, %b", lit, end, fl, wantEnd, wantFl)
+		if wantEnd, wantFl := scanReference(lit, 0); end != wantEnd || fl != wantFl {
+			t.Fatalf("Scan(%q) = %d, %b; the plain way %d, %b", lit, end, fl, wantEnd, wantFl)
 		}
 		// Quoting text and reading it back is the identity on valid UTF-8.
 		quoted := AppendQuoted(nil, raw)
@@ -186,7 +195,7 @@ func BenchmarkScan(b *testing.B) {
 		for _, impl := range []struct {
 			name string
 			scan func([]byte, int) (int, Flags)
-		}{{"words", Scan}, {"bytes", scanBytewise}} {
+		}{{"words", Scan}, {"reference", scanReference}} {
 			b.Run(fmt.Sprintf("%s/%d", impl.name, len(s)), func(b *testing.B) {
 				b.SetBytes(int64(len(lit)))
 				for b.Loop() {
