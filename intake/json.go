@@ -184,7 +184,9 @@ func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []by
 }
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+	// One comparison settles the usual case, a token right away: every
+	// whitespace byte is <= ' ', no token's first byte is.
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
 	}
 	return i
