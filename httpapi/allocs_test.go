@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +87,63 @@ func BenchmarkAddEvent(b *testing.B) {
 		}
 	}
 	benchcpu.Report(b, cpu, len(events), "event")
+}
+
+// TestEventsFindTheirGroup: every event's line lands in the group of its
+// own service and hour, whether its service is found by its slot, shares
+// the slot with others (same length and first, middle and last bytes), is
+// past maxSeen (its key encoded each time) or comes back after others.
+func TestEventsFindTheirGroup(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 16, 59, 59, 0, time.UTC).UnixNano()
+	cases := []struct {
+		name     string
+		services []string
+		hours    int
+	}{
+		{"one service", []string{"checkout"}, 1},
+		{"eight services, two hours", []string{"api", "cart", "auth", "search", "checkout", "payments", "inventory", "web"}, 2},
+		{"names that share a slot", func() (s []string) {
+			for i := range 20 {
+				s = append(s, fmt.Sprintf("s%02d-mid-z", i)) // same length, s[0], s[4], s[8]
+			}
+			return s
+		}(), 2},
+		{"more services than maxSeen", func() (s []string) {
+			for i := range maxSeen + 30 {
+				s = append(s, fmt.Sprintf("svc-%d", i))
+			}
+			return s
+		}(), 1},
+		{"the same name sent two ways", []string{"a/b", "a_b", "a/b"}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var s *Server // addEvent uses only the request's state
+			st := new(reqState)
+			want := map[string][]string{} // group key -> ids
+			for i := range 3 * len(tc.services) * tc.hours {
+				svc := tc.services[(i*7)%len(tc.services)]
+				when := t0 + int64(i%tc.hours)*int64(time.Second) // 16:59:59 or 17:00:00
+				id := fmt.Sprintf("id%05d", i)
+				key := string(logline.HourPrefix(append(logline.AppendService(nil, []byte(svc)), '/'), when))
+				want[key] = append(want[key], id)
+				e := logline.Event{Time: when, Level: logline.LevelInfo, Service: []byte(svc), Host: []byte("h"),
+					ID: []byte(id), Message: []byte("m"), MessagePlain: true}
+				s.addEvent(st, &e)
+			}
+			got := map[string][]string{}
+			for _, g := range st.batch.Groups() {
+				for _, line := range strings.Split(strings.TrimSuffix(string(g.Data), "\n"), "\n") {
+					f := strings.Split(line, ";")
+					got[string(g.Key)] = append(got[string(g.Key)], f[5])
+				}
+				if g.Events != len(got[string(g.Key)]) {
+					t.Errorf("group %s counts %d events, holds %d lines", g.Key, g.Events, len(got[string(g.Key)]))
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("lines by group:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
 }

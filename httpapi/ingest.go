@@ -32,8 +32,8 @@ type reqState struct {
 	// log events: the groups found so far by the event's own service and
 	// hour, to skip encoding the key of every event
 	seen     []seenGroup
-	lastSeen int        // index in seen of the previous event's group
-	keys     []groupKey // by group index
+	seenSlot [seenSlots]uint8 // by seenHash: index in seen + 1, or 0
+	keys     []groupKey       // by group index
 	attempt  tablesink.Attempt
 	loginErr []intake.LineError
 }
@@ -48,7 +48,7 @@ var statePool = sync.Pool{New: func() any { return new(reqState) }}
 func (st *reqState) reset() {
 	st.batch.Reset()
 	st.seen = st.seen[:0]
-	st.lastSeen = 0
+	clear(st.seenSlot[:])
 	st.keys = st.keys[:0]
 	st.loginErr = st.loginErr[:0]
 	if cap(st.body) > 8<<20 {
@@ -300,6 +300,20 @@ type seenGroup struct {
 // request of many services falls back to encoding every key.
 const maxSeen = 64
 
+// seenSlots is the size of the index of seen: a power of two above
+// maxSeen, so that services rarely share a slot.
+const seenSlots = 128
+
+// seenHash picks the slot of a service as sent and an hour from a few of
+// the name's bytes: a slot says where to look, the entry there decides.
+func seenHash(svc []byte, hour int64) int {
+	h := uint64(len(svc)) ^ uint64(hour)<<8
+	if n := len(svc); n > 0 {
+		h ^= uint64(svc[0])<<16 | uint64(svc[n/2])<<24 | uint64(svc[n-1])<<32
+	}
+	return int((h * 0x9e3779b97f4a7c15) >> (64 - 7))
+}
+
 // addEvent encodes one log event into its (service, hour) group.
 func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	hour := e.Time / hourNanos
@@ -322,14 +336,16 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 // findGroup returns the index of the group of events of service svc (as
 // sent) and hour, when a previous event of the request found it.
 func (st *reqState) findGroup(svc []byte, hour int64) (int, bool) {
-	if st.lastSeen < len(st.seen) {
-		if sg := &st.seen[st.lastSeen]; sg.hour == hour && bytes.Equal(sg.svc, svc) {
+	slot := seenHash(svc, hour)
+	if k := int(st.seenSlot[slot]) - 1; k >= 0 {
+		if sg := &st.seen[k]; sg.hour == hour && bytes.Equal(sg.svc, svc) {
 			return sg.idx, true
 		}
 	}
+	// Another service's entry in the slot, or none: look through them all.
 	for k := range st.seen {
 		if sg := &st.seen[k]; sg.hour == hour && bytes.Equal(sg.svc, svc) {
-			st.lastSeen = k
+			st.seenSlot[slot] = uint8(k + 1)
 			return sg.idx, true
 		}
 	}
@@ -363,7 +379,7 @@ func (st *reqState) addGroup(e *logline.Event, hour int64) int {
 		}
 		sg := &st.seen[len(st.seen)-1]
 		sg.svc, sg.hour, sg.idx = append(sg.svc[:0], e.Service...), hour, idx
-		st.lastSeen = len(st.seen) - 1
+		st.seenSlot[seenHash(e.Service, hour)] = uint8(len(st.seen))
 	}
 	return idx
 }
