@@ -22,6 +22,9 @@ func TestReadRoutes(t *testing.T) {
 			i/6, i%6*10, []string{"info", "warn", "error"}[i%3], i, i)
 	}
 	body = fmt.Appendf(body, `{"ts":"2026-11-21T17:30:00Z","service":"web","id":"w0","msg":"other"}`+"\n")
+	// Names with '_', as sent or as a replaced byte: stored as pay_api and web_v2.
+	body = fmt.Appendf(body, `{"ts":"2026-11-21T17:40:00Z","service":"pay_api","id":"p0","msg":"underscored"}`+"\n")
+	body = fmt.Appendf(body, `{"ts":"2026-11-21T17:45:00Z","service":"web/v2","id":"v0","msg":"replaced"}`+"\n")
 	for i := range 4000 { // big: 4,000 lines of about 200 bytes in one blob, one every 0.5 s from 16:00
 		body = fmt.Appendf(body, `{"ts":"2026-11-21T16:%02d:%02d.%dZ","service":"big","id":"b%d","msg":"request %d served in %d ms by the upstream pool %s"}`+"\n",
 			i/120, i/2%60, i%2*5, i, i, i%977, strings.Repeat("x", 80))
@@ -41,10 +44,13 @@ func TestReadRoutes(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, b := get("/v1/services"); code != 200 || strings.TrimSpace(b) != `["api","big","web"]` {
+	if code, b := get("/v1/services"); code != 200 || strings.TrimSpace(b) != `["api","big","pay_api","web","web_v2"]` {
 		t.Fatalf("GET /v1/services = %d %s", code, b)
 	}
 	const rng = "from=2026-11-21T16:00:00Z&to=2026-11-21T18:00:00Z"
+	if code, b := get("/v1/logs?service=*&" + rng + "&order=desc&limit=3"); code != 200 || idsOf(t, b) != "v0 p0 w0" {
+		t.Fatalf("newest 3 of every service = %d %q", code, b)
+	}
 	code, b := get("/v1/logs?service=api,web&" + rng + "&order=desc&limit=3")
 	if code != 200 || idsOf(t, b) != "w0 a29 a28" {
 		t.Fatalf("newest 3 = %d %q", code, b)
