@@ -174,12 +174,19 @@ func IsToken(s []byte) bool {
 	}
 	// One OR of a table entry per byte and no branch: this runs for every
 	// event's host and id (BenchmarkEncoderAppendLine 4% faster than
-	// testing each byte).
-	var bad uint8
-	for _, c := range s {
+	// testing each byte, and 4% faster again 8 bytes a step in two chains
+	// of ORs, whose lookups overlap).
+	var bad, bad2 uint8
+	r := s
+	for len(r) >= 8 {
+		bad |= notToken[r[0]] | notToken[r[1]] | notToken[r[2]] | notToken[r[3]]
+		bad2 |= notToken[r[4]] | notToken[r[5]] | notToken[r[6]] | notToken[r[7]]
+		r = r[8:]
+	}
+	for _, c := range r {
 		bad |= notToken[c]
 	}
-	return bad == 0 && (len(s) == 0 || s[0] != '.' || !onlyDots(s))
+	return bad|bad2 == 0 && (len(s) == 0 || s[0] != '.' || !onlyDots(s))
 }
 
 // onlyDots reports whether s is all dots.

@@ -286,6 +286,42 @@ func TestAppendToken(t *testing.T) {
 	}
 }
 
+// TestIsTokenSeesEveryByte: one byte outside the token set, at any place
+// of a long name (IsToken looks at 8 bytes per step, then the rest one
+// by one), makes it no token.
+func TestIsTokenSeesEveryByte(t *testing.T) {
+	name := []byte("api-mcj4p748w-tadqr.x") // 21 bytes: two steps and a tail
+	if !IsToken(name) {
+		t.Fatalf("IsToken(%q) = false", name)
+	}
+	for i := range name {
+		for _, c := range []byte{';', ' ', '"', 0, 0x80, '/'} {
+			bad := bytes.Clone(name)
+			bad[i] = c
+			if IsToken(bad) {
+				t.Errorf("IsToken(%q) = true with %q at byte %d", bad, c, i)
+			}
+		}
+	}
+}
+
+// FuzzAppendToken: what AppendToken writes is a token, and it writes a
+// name unchanged exactly when IsToken says so.
+func FuzzAppendToken(f *testing.F) {
+	for _, s := range []string{"web-17", "a b", "..", "api-mcj4p748w-tadqr", "x;y", "é"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out := AppendToken(nil, in)
+		if !IsToken(out) {
+			t.Fatalf("AppendToken(%q) = %q, not a token", in, out)
+		}
+		if len(in) <= MaxTokenLen && IsToken(in) != bytes.Equal(out, in) {
+			t.Fatalf("IsToken(%q) = %v, but AppendToken gives %q", in, IsToken(in), out)
+		}
+	})
+}
+
 func BenchmarkEncoderAppendLine(b *testing.B) {
 	e := Event{Time: 1763748245123456700, Level: LevelInfo, Service: []byte("checkout"), Host: []byte("web-17"),
 		ID: []byte("01JDQ8ZK3M9X2V7B4N6P8R0T2W"), Message: []byte(strings.Repeat("user logged in from 10.0.0.1 ", 4)),
