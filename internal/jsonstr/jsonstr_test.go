@@ -66,6 +66,26 @@ func TestScan(t *testing.T) {
 	}
 }
 
+// TestScanEveryByteAtEveryPlace puts each byte value at each place of the
+// first word Scan reads, before and after a quote in that word, so every
+// way out of the word loop meets every kind of byte (a quote taken from
+// the word's bits must not be mistaken for a high or control byte).
+func TestScanEveryByteAtEveryPlace(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 8; at++ {
+			for _, tail := range []string{`"` + "abcdefghij", "abc\"xyz\"", "\xe2\x9c\x93\"rest of it"} {
+				in := append([]byte(`"`+strings.Repeat("a", at)), byte(c))
+				in = append(in, tail...)
+				end, fl := Scan(in, 0)
+				wantEnd, wantFl := scanReference(in, 0)
+				if end != wantEnd || fl != wantFl {
+					t.Fatalf("Scan(%q) = %d, %b; want %d, %b", in, end, fl, wantEnd, wantFl)
+				}
+			}
+		}
+	}
+}
+
 func TestUnescape(t *testing.T) {
 	cases := []struct{ raw, want string }{
 		{`plain`, "plain"},
