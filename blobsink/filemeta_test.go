@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"ingest/internal/benchcpu"
 )
 
 func TestFileStoreMetadataSlots(t *testing.T) {
@@ -141,10 +143,12 @@ func BenchmarkFileStoreSetMetadata(b *testing.B) {
 	}
 	m := scanMeta(lines("svc", hour, 3, 3))
 	b.ReportAllocs()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		m.Count++
 		if err := s.SetMetadata(ctx, name, m.Map()); err != nil {
 			b.Fatal(err)
 		}
 	}
+	benchcpu.Report(b, cpu, 1, "op")
 }

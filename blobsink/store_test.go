@@ -14,6 +14,7 @@ import (
 	"ingest/blobsink"
 	"ingest/blobsink/storetest"
 	"ingest/internal/azurite"
+	"ingest/internal/benchcpu"
 	"ingest/storage"
 )
 
@@ -181,6 +182,7 @@ func benchAppend(b *testing.B, s blobsink.Store, size int, drop func(name string
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if off+int64(size) > perBlob {
 			b.StopTimer()
@@ -192,4 +194,5 @@ func benchAppend(b *testing.B, s blobsink.Store, size int, drop func(name string
 		}
 		off += int64(size)
 	}
+	benchcpu.Report(b, cpu, 1, "op")
 }
