@@ -14,12 +14,12 @@ import (
 // a flush of --flush-bytes, or of several chunks the buffer joined, is one
 // append. A plain block keeps the pieces it is made of: the append sends
 // them one after another, nothing is copied.
-func (s *Sink) encode(data [][]byte, lines []logline.Summary) ([]chunk, error) {
+func (s *Sink) encode(data [][]byte, lines []logline.Summary, sums []uint32) ([]chunk, error) {
 	// A block never exceeds a whole blob, so every blob stays under
 	// --blob-max-bytes (unless one line alone is larger).
 	full := int(min(int64(s.cfg.ChunkBytes), s.cfg.MaxBlobBytes))
 	if s.cfg.Compression == CompressNone {
-		return splitPlain(data, lines, full), nil
+		return splitPlain(data, lines, sums, full), nil
 	}
 	// The compressor reads every byte anyway; one copy into a single run
 	// costs little beside it.
@@ -35,9 +35,10 @@ func (s *Sink) encode(data [][]byte, lines []logline.Summary) ([]chunk, error) {
 
 // splitPlain cuts the pieces into blocks of whole lines of up to limit
 // bytes, each block the (parts of) pieces it spans. lines[i], when known
-// (Count not zero), is what piece i holds; a block that takes a piece
-// whole takes that too (nil lines: none is known).
-func splitPlain(data [][]byte, lines []logline.Summary, limit int) []chunk {
+// (Count not zero), is what piece i holds, and sums[i] (when not 0) its
+// CRC-32C; a block that takes a piece whole takes those too (nil: none is
+// known).
+func splitPlain(data [][]byte, lines []logline.Summary, sums []uint32, limit int) []chunk {
 	var chunks []chunk
 	var b chunk
 	for i, p := range data {
@@ -53,11 +54,18 @@ func splitPlain(data [][]byte, lines []logline.Summary, limit int) []chunk {
 				b = chunk{}
 				continue
 			}
-			if n == len(data[i]) && known != nil {
-				b.addKnown(p, Meta(*known))
+			whole := n == len(data[i])
+			var m Meta
+			if whole && known != nil {
+				m = Meta(*known)
 			} else {
-				b.add(p[:n])
+				m = scanMeta(p[:n])
 			}
+			var sum uint32
+			if whole && i < len(sums) {
+				sum = sums[i]
+			}
+			b.add(p[:n], m, sum)
 			p = p[n:]
 		}
 	}

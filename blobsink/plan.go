@@ -32,24 +32,28 @@ type chunk struct {
 	encoded [][]byte // the block as appended: the lines themselves, or one compressed frame
 	size    int      // bytes of encoded in all
 	meta    Meta
+	sum     uint32 // the CRC-32C of encoded when known, else 0
 }
 
-// add appends a piece of plain lines to the block.
-func (c *chunk) add(lines []byte) { c.addKnown(lines, scanMeta(lines)) }
-
-// addKnown appends lines whose metadata m is known.
-func (c *chunk) addKnown(lines []byte, m Meta) {
+// add appends a piece of plain lines whose metadata is m and whose
+// CRC-32C is sum (0: not known) to the block.
+func (c *chunk) add(lines []byte, m Meta, sum uint32) {
 	if len(c.encoded) > 0 {
 		m = c.meta.Merge(m)
+		sum = 0 // a sum of two pieces is not theirs joined
 	}
 	c.encoded = append(c.encoded, lines)
 	c.raw += len(lines)
 	c.size += len(lines)
 	c.meta = m
+	c.sum = sum
 }
 
 // checksum is the CRC-32C of the block's bytes.
 func (c *chunk) checksum() uint32 {
+	if c.sum != 0 {
+		return c.sum
+	}
 	var sum uint32
 	for _, p := range c.encoded {
 		sum = crc32.Update(sum, crcTable, p)

@@ -54,9 +54,10 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 // its plan before writing a byte, so recovery (Landed) can finish it.
 // lines[i], when its Count is not zero, is what data[i] holds: the blob's
 // metadata takes it instead of reading the piece's lines (nil lines: read
-// them all).
-func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, journal func([]byte) error) (int, error) {
-	chunks, err := s.encode(data, lines)
+// them all). sums[i], when not 0, is data[i]'s CRC-32C: a block that is
+// that piece alone takes it instead of reading the piece again.
+func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+	chunks, err := s.encode(data, lines, sums)
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -122,11 +123,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("api", hour)
 		data := append(lines("api", hour.Add(4*time.Minute), 10, logline.LevelInfo), lines("api", hour.Add(2*time.Minute), 5, logline.LevelError)...)
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		more := lines("api", hour.Add(50*time.Minute), 3, logline.LevelWarn)
-		if _, err := s.Flush(context.Background(), key, [][]byte{more}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{more}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -156,7 +157,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlobBytes: 4000, ChunkBytes: 1500})
 		key := HourPrefix("roll", hour)
 		data := lines("roll", hour, 100, logline.LevelInfo) // ~9 KB
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		names := listNames(t, store, key+"/")
@@ -192,10 +193,10 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		a, b := newTestSink(t, store, Config{}), newTestSink(t, store, Config{})
 		da, db := lines("shared", hour, 5, logline.LevelInfo), lines("shared", hour.Add(time.Minute), 5, logline.LevelInfo)
-		if _, err := a.Flush(context.Background(), key, [][]byte{da}, nil, noJournal); err != nil {
+		if _, err := a.Flush(context.Background(), key, [][]byte{da}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Flush(context.Background(), key, [][]byte{db}, nil, noJournal); err != nil {
+		if _, err := b.Flush(context.Background(), key, [][]byte{db}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, store, BlobName(key, 3, CompressNone)); !bytes.Equal(got, da) {
@@ -215,7 +216,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			key := HourPrefix("z", hour)
 			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
 			for _, d := range [][]byte{d1, d2} {
-				if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, nil, noJournal); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -234,12 +235,12 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("lost", hour)
 		data := lines("lost", hour, 20, logline.LevelInfo)
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal)
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal)
 		if err == nil {
 			t.Fatal("the lost response was not reported")
 		}
 		// The buffer retries the rest; the sink finds the block already there.
-		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, inner, BlobName(key, 1, CompressNone)); !bytes.Equal(got, data) {
@@ -251,11 +252,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		spy := &metaSpy{Store: inner}
 		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
 		key := HourPrefix("spy", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
-		if _, err := s.Flush(context.Background(), key, [][]byte{late}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{late}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		if spy.appends < 3 || spy.uncovered > 0 {
@@ -267,7 +268,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlocks: 3, ChunkBytes: 500})
 		key := HourPrefix("blocks", hour)
 		data := lines("blocks", hour, 40, logline.LevelInfo) // ~8 blocks of 500 bytes
-		if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -289,7 +290,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		key := HourPrefix("crash", hour)
 		data := lines("crash", hour, 40, logline.LevelWarn) // several blocks; two land, then "crash"
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, func(b []byte) error { intent = b; return nil })
 		if err == nil || n == 0 || n == len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
 		}
@@ -305,7 +306,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
 		}
 		// The rest goes to a new blob: a restarted writer never appends to an old one.
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -321,7 +322,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		for i := range 4 {
 			before := spy.writes
 			d := lines("meta", hour.Add(time.Duration(i)*time.Minute), 10+i, logline.LevelInfo)
-			if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, noJournal); err != nil {
+			if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, nil, noJournal); err != nil {
 				t.Fatal(err)
 			}
 			total += 10 + i
@@ -344,7 +345,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			pieces = append(pieces, lines("join", hour.Add(time.Duration(10-3*i)*time.Minute), 20, logline.Level(1+i%3)))
 		}
 		data := bytes.Join(pieces, nil)
-		if n, err := s.Flush(context.Background(), key, pieces, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), key, pieces, nil, nil, noJournal); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v; want %d", n, err, len(data))
 		}
 		if spy.appends != 1 || counter.writes != 1 || spy.uncovered != 0 {
@@ -370,7 +371,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		data := bytes.Join(pieces, nil)
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, pieces, nil, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), key, pieces, nil, nil, func(b []byte) error { intent = b; return nil })
 		if err == nil || n <= len(pieces[0]) || n >= len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush past the first piece (%d bytes) and short of %d", n, err, len(pieces[0]), len(data))
 		}
@@ -379,7 +380,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		if err != nil || landed != n {
 			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
 		}
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -391,15 +392,15 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		store := &flakyStore{Store: newStore(t), failAppendsAfter: 1}
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("fail", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		// Sent ahead counting 30 more events, then the append fails.
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, nil, noJournal); err == nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, nil, nil, noJournal); err == nil {
 			t.Fatal("the failed append was not reported")
 		}
 		store.failAppendsAfter = 0
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
 			t.Fatal(err)
 		}
 		m, ok := ParseMeta(stat(t, store, BlobName(key, 1, CompressNone)).Metadata)
@@ -481,7 +482,7 @@ func TestTornBlockIsCutOnRecovery(t *testing.T) {
 	var intent []byte
 	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
 	s.store = flaky
-	n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, func(b []byte) error { intent = b; return nil })
+	n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, func(b []byte) error { intent = b; return nil })
 	if err == nil || n == 0 || n+100 > len(data) {
 		t.Fatalf("Flush = %d, %v: want one block stored, then a failure", n, err)
 	}
@@ -536,7 +537,7 @@ func BenchmarkSinkFlushFile(b *testing.B) {
 			b.ReportAllocs()
 			key := HourPrefix("bench", hour)
 			for b.Loop() {
-				if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -601,7 +602,7 @@ func TestConcurrentKeys(t *testing.T) {
 			svc := fmt.Sprintf("svc%d", k)
 			key := HourPrefix(svc, hour)
 			for i := range 20 {
-				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
 					t.Error(err)
 					return
 				}
@@ -622,7 +623,7 @@ func TestEncodeBlocks(t *testing.T) {
 		s := newTestSink(t, nil, Config{})
 		one := lines("e", hour, 1, logline.LevelInfo)
 		data := bytes.Repeat(one, (16<<20)/len(one)) // --flush-bytes 16MiB, four times Azure's old block limit
-		chunks, err := s.encode([][]byte{data}, nil)
+		chunks, err := s.encode([][]byte{data}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -644,8 +645,18 @@ func TestEncodeBlocks(t *testing.T) {
 			for i := range known {
 				known[i] = logline.Summary{Start: int64(i), End: int64(i), Count: int64(1000 + i), LateKnown: true}
 			}
+			// Sums the bytes do not have, likewise: a block that is one
+			// piece whole must take its sum, any other must checksum itself.
+			sums := make([]uint32, len(pieces))
+			for i := range sums {
+				sums[i] = uint32(7000 + i)
+			}
 			for _, lines := range [][]logline.Summary{nil, known} {
-				chunks := splitPlain(pieces, lines, limit)
+				var given []uint32
+				if lines != nil {
+					given = sums
+				}
+				chunks := splitPlain(pieces, lines, given, limit)
 				var got []int
 				var joined []byte
 				for _, c := range chunks {
@@ -667,6 +678,15 @@ func TestEncodeBlocks(t *testing.T) {
 					if c.raw != c.size || len(block) != c.size || c.meta != want {
 						t.Fatalf("splitPlain(%v, %d): a block of %d raw, %d stored, %d in pieces, metadata %+v; want them equal and %+v", sizes, limit, c.raw, c.size, len(block), c.meta, want)
 					}
+					wantSum := crc32.Checksum(block, crcTable)
+					for i, p := range pieces {
+						if given != nil && len(c.encoded) == 1 && len(p) == len(block) && &p[0] == &c.encoded[0][0] {
+							wantSum = sums[i]
+						}
+					}
+					if got := c.checksum(); got != wantSum {
+						t.Fatalf("splitPlain(%v, %d, sums %v): a block of %d bytes in %d pieces has checksum %d, want %d", sizes, limit, given != nil, len(block), len(c.encoded), got, wantSum)
+					}
 					joined = append(joined, block...)
 				}
 				if !slices.Equal(got, wantSizes) || !bytes.Equal(joined, bytes.Join(pieces, nil)) {
@@ -683,6 +703,9 @@ func TestEncodeBlocks(t *testing.T) {
 		f([]int{250}, 100, []int{100, 100, 50})
 		f([]int{30, 250}, 100, []int{100, 100, 80})
 		f([]int{}, 100, nil)
+		f([]int{40}, 100, []int{40})               // a flush of one chunk: the block is the piece
+		f([]int{100, 60}, 100, []int{100, 60})     // each block one piece whole
+		f([]int{100, 50, 30}, 100, []int{100, 80}) // one piece alone, then two
 	})
 	for _, c := range []Compression{CompressZstd, CompressGzip} {
 		t.Run("IncompressibleSplits-"+string(c), func(t *testing.T) {
@@ -700,7 +723,7 @@ func TestEncodeBlocks(t *testing.T) {
 			}
 			data[len(data)-1] = '\n'
 			half := bytes.LastIndexByte(data[:len(data)/2], '\n') + 1
-			chunks, err := s.encode([][]byte{data[:half], data[half:]}, nil)
+			chunks, err := s.encode([][]byte{data[:half], data[half:]}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"hash/maphash"
 	"log/slog"
 	"net/http"
@@ -36,8 +37,9 @@ type Flusher interface {
 	// lines[i] is the Summary of data[i]'s lines when its Count is not
 	// zero: the producer summarized every group of that piece (see
 	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
-	// to know what they hold.
-	Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, journal func(intent []byte) error) (int, error)
+	// to know what they hold. sums[i], when not 0, is the CRC-32C
+	// (Castagnoli) of data[i], for a sink that checksums what it stores.
+	Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func(intent []byte) error) (int, error)
 	// Landed returns how many leading bytes of the flush described by intent
 	// reached storage before a crash, finishing whatever bookkeeping (such as
 	// metadata) the interrupted flush left undone.
@@ -58,6 +60,8 @@ var (
 )
 
 const numStripes = 16
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Buffer is the set of per-key buffers between intake and sinks.
 type Buffer struct {
@@ -135,6 +139,11 @@ type chunk struct {
 	// Summary (Group.Lines); linesOK says so.
 	lines   logline.Summary
 	linesOK bool
+	// sum is the CRC-32C of data, kept up as each batch is copied in,
+	// while its bytes are still in the cache: the blob sink checksums
+	// every block it appends, and reading a whole chunk back from memory
+	// for that cost it more than twice as much.
+	sum uint32
 }
 
 // due reports whether the key has a chunk to flush now: a full one (of
@@ -315,6 +324,7 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lines logline.Summary
 		last.data = b.streams[stream].growChunk(last.data, len(data))
 	}
 	last.data = append(last.data, data...)
+	last.sum = crc32.Update(last.sum, castagnoli, data)
 	last.lastLSN = lsn
 	kb.lastActive = now
 	enqueue := !kb.queued && !kb.flushing && b.due(kb, now)

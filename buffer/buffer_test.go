@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"slices"
@@ -36,16 +37,29 @@ type memSink struct {
 	maxPieces int
 	// lines are the summaries of every piece stored whole, by key.
 	lines map[string][]logline.Summary
+	// summed counts the pieces that came with their CRC-32C; badSums
+	// names those whose sum was not their bytes'.
+	summed  int
+	badSums []string
 }
 
 func newMemSink() *memSink {
 	return &memSink{stored: map[string][]byte{}, lines: map[string][]logline.Summary{}}
 }
 
-func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines []logline.Summary, journal func([]byte) error) (int, error) {
+func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
 	data := bytes.Join(pieces, nil)
 	m.mu.Lock()
 	m.calls++
+	for i, s := range sums {
+		if s == 0 {
+			continue
+		}
+		m.summed++
+		if s != crc32.Checksum(pieces[i], castagnoli) {
+			m.badSums = append(m.badSums, fmt.Sprintf("%s piece %d (%d bytes)", key, i, len(pieces[i])))
+		}
+	}
 	m.maxPieces = max(m.maxPieces, len(pieces))
 	if m.failNext > 0 {
 		m.failNext--
@@ -287,6 +301,13 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 			t.Fatalf("key %s: the sink got summaries %+v, want %+v", key, got, want)
 		}
 	}
+	// Every piece comes with the CRC-32C of its bytes, replayed ones too.
+	sums := func(sink *memSink, want int) {
+		t.Helper()
+		if sink.summed != want || len(sink.badSums) > 0 {
+			t.Fatalf("the sink got %d pieces with sums (want %d), wrong for %v", sink.summed, want, sink.badSums)
+		}
+	}
 
 	sink := newMemSink()
 	b := openBuffer(t, cfg, dir, sink)
@@ -301,6 +322,7 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 	f(sink, "a", summarized(0, 25))
 	f(sink, "b", logline.Summary{})
 	f(sink, "c", logline.Summary{})
+	sums(sink, 3)
 	if got := sink.get("a"); got != wantLines("a", 0, 25) {
 		t.Fatalf("a = %q", got)
 	}
@@ -317,6 +339,7 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 	}
 	f(sink2, "a", logline.Summary{}) // replayed
 	f(sink2, "d", summarized(0, 5))
+	sums(sink2, 2)
 	if got := sink2.get("a"); got != wantLines("a", 25, 30) {
 		t.Fatalf("after replay a = %q", got)
 	}
@@ -449,7 +472,7 @@ func benchAdd(b *testing.B, ack AckMode) {
 
 type discardSink struct{}
 
-func (discardSink) Flush(_ context.Context, _ string, data [][]byte, _ []logline.Summary, journal func([]byte) error) (int, error) {
+func (discardSink) Flush(_ context.Context, _ string, data [][]byte, _ []logline.Summary, _ []uint32, journal func([]byte) error) (int, error) {
 	n := 0
 	for _, p := range data {
 		n += len(p)
@@ -569,7 +592,7 @@ type sizeSink struct {
 	all     []byte
 }
 
-func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ func([]byte) error) (int, error) {
+func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ []uint32, _ func([]byte) error) (int, error) {
 	<-s.release
 	data := bytes.Join(pieces, nil)
 	s.mu.Lock()
@@ -828,17 +851,21 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	pieces := [][]byte{[]byte("abc"), []byte("de"), []byte("fgh")}
 	// Each piece's summary counts its bytes, so that which one stayed with
 	// which piece shows; a piece cut short must lose its summary.
-	lines := []logline.Summary{{Count: 3}, {Count: 2}, {Count: 3}}
+	// Its sum is its length, too.
+	r := run{data: pieces, lines: []logline.Summary{{Count: 3}, {Count: 2}, {Count: 3}}, sums: []uint32{3, 2, 3}}
 	f := func(n int, want []string, wantCounts []int64) {
 		t.Helper()
 		var got []string
-		data, sums := after(pieces, lines, n)
+		data, lines, sums := after(r, n)
 		for _, p := range data {
 			got = append(got, string(p))
 		}
 		var counts []int64
-		for _, s := range sums {
+		for i, s := range lines {
 			counts = append(counts, s.Count)
+			if int64(sums[i]) != s.Count {
+				t.Fatalf("after(%d): piece %q has sum %d and count %d, want them equal", n, data[i], sums[i], s.Count)
+			}
 		}
 		if !slices.Equal(got, want) || !slices.Equal(counts, wantCounts) {
 			t.Fatalf("after(%d) = %q with counts %v, want %q with %v", n, got, counts, want, wantCounts)
@@ -850,7 +877,7 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	f(4, []string{"e", "fgh"}, []int64{0, 3})
 	f(7, []string{"h"}, []int64{0})
 	f(8, nil, nil)
-	if string(bytes.Join(pieces, nil)) != "abcdefgh" || lines[0].Count != 3 {
+	if string(bytes.Join(pieces, nil)) != "abcdefgh" || r.lines[0].Count != 3 || r.sums[0] != 3 {
 		t.Fatal("after changed its arguments")
 	}
 }

@@ -127,8 +127,8 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	start := time.Now()
 	attempt := 1
 	for ; ; attempt++ {
-		data, lines := after(r.data, r.lines, stored)
-		n, err := s.Flusher.Flush(context.Background(), kb.key, data, lines, journal)
+		data, lines, sums := after(r, stored)
+		n, err := s.Flusher.Flush(context.Background(), kb.key, data, lines, sums, journal)
 		stored += n
 		if err == nil && stored >= r.size {
 			break
@@ -217,6 +217,7 @@ func (s *stream) noteRate(size int, d time.Duration) {
 type run struct {
 	data        [][]byte          // the chunks' buffers, oldest first
 	lines       []logline.Summary // what each holds, where known (chunk.lines)
+	sums        []uint32          // their CRC-32Cs (chunk.sum)
 	size        int               // their bytes in all
 	first, upTo uint64            // LSNs of the first and last record
 	skip        int               // bytes of record first stored before (see chunk.skip)
@@ -237,6 +238,7 @@ func (kb *keyBuf) take(limit int64) run {
 			lines = c.lines
 		}
 		r.lines = append(r.lines, lines)
+		r.sums = append(r.sums, c.sum)
 		r.size += len(c.data)
 		r.upTo = c.lastLSN
 		kb.lastChunk = len(c.data)
@@ -247,17 +249,19 @@ func (kb *keyBuf) take(limit int64) run {
 	return r
 }
 
-// after returns pieces and their summaries without their first n bytes,
-// leaving both slices as they are. A piece cut short has no summary.
-func after(pieces [][]byte, lines []logline.Summary, n int) ([][]byte, []logline.Summary) {
+// after returns the run's pieces, their summaries and their sums without
+// their first n bytes, leaving the run as it is. A piece cut short has
+// neither summary nor sum.
+func after(r run, n int) ([][]byte, []logline.Summary, []uint32) {
+	pieces, lines, sums := r.data, r.lines, r.sums
 	for len(pieces) > 0 && n >= len(pieces[0]) {
 		n -= len(pieces[0])
-		pieces, lines = pieces[1:], lines[1:]
+		pieces, lines, sums = pieces[1:], lines[1:], sums[1:]
 	}
 	if n == 0 || len(pieces) == 0 {
-		return pieces, lines
+		return pieces, lines, sums
 	}
-	return append([][]byte{pieces[0][n:]}, pieces[1:]...), append([]logline.Summary{{}}, lines[1:]...)
+	return append([][]byte{pieces[0][n:]}, pieces[1:]...), append([]logline.Summary{{}}, lines[1:]...), append([]uint32{0}, sums[1:]...)
 }
 
 type shortFlushError struct{}

@@ -53,14 +53,14 @@ type gatedFlusher struct {
 	mu   *sync.Mutex
 }
 
-func (g gatedFlusher) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, j func([]byte) error) (int, error) {
+func (g gatedFlusher) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, j func([]byte) error) (int, error) {
 	g.mu.Lock()
 	ch := *g.gate
 	g.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
-	return g.Flusher.Flush(ctx, key, data, lines, j)
+	return g.Flusher.Flush(ctx, key, data, lines, sums, j)
 }
 
 func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {

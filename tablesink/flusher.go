@@ -19,7 +19,7 @@ var (
 // end, and returns the bytes of the pieces written when one fails. Its
 // upserts are idempotent, so it journals nothing: after a crash the buffer
 // replays the records and Flush simply writes them again.
-func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, _ []logline.Summary, _ func(intent []byte) error) (int, error) {
+func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, _ []logline.Summary, _ []uint32, _ func(intent []byte) error) (int, error) {
 	stored := 0
 	for _, part := range data {
 		if err := s.Write(ctx, key, part); err != nil {
