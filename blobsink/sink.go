@@ -49,6 +49,11 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 	return s, nil
 }
 
+// TakesSums reports whether Flush uses the sums it is given: a plain block
+// is checksummed as it is appended; a compressed one is checksummed as its
+// frame, which only the sink sees.
+func (s *Sink) TakesSums() bool { return s.cfg.Compression == CompressNone }
+
 // Flush implements the buffer's Flusher: it appends data to the key's blob,
 // claiming new blobs as they fill, and returns the bytes stored. It journals
 // its plan before writing a byte, so recovery (Landed) can finish it.

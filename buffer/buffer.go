@@ -139,10 +139,11 @@ type chunk struct {
 	// Summary (Group.Lines); linesOK says so.
 	lines   logline.Summary
 	linesOK bool
-	// sum is the CRC-32C of data, kept up as each batch is copied in,
-	// while its bytes are still in the cache: the blob sink checksums
-	// every block it appends, and reading a whole chunk back from memory
-	// for that cost it more than twice as much.
+	// sum is the CRC-32C of data when the stream keeps it
+	// (StreamDef.Checksums), updated as each batch is copied in while its
+	// bytes are still in the cache: the blob sink checksums every block it
+	// appends, and reading a whole chunk back from memory for that cost it
+	// more than twice as much.
 	sum uint32
 }
 
@@ -324,7 +325,9 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lines logline.Summary
 		last.data = b.streams[stream].growChunk(last.data, len(data))
 	}
 	last.data = append(last.data, data...)
-	last.sum = crc32.Update(last.sum, castagnoli, data)
+	if b.streams[stream].Checksums {
+		last.sum = crc32.Update(last.sum, castagnoli, data)
+	}
 	last.lastLSN = lsn
 	kb.lastActive = now
 	enqueue := !kb.queued && !kb.flushing && b.due(kb, now)

@@ -343,6 +343,23 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 	if got := sink2.get("a"); got != wantLines("a", 25, 30) {
 		t.Fatalf("after replay a = %q", got)
 	}
+
+	// A stream that does not keep sums hands none on.
+	sink3 := newMemSink()
+	defs := streamsOf(sink3)
+	defs[0].Checksums = false
+	b3, err := Open(context.Background(), cfg, t.TempDir(), defs, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addSummarized(t, b3, "e", 0, 5)
+	if err := b3.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sums(sink3, 0)
+	if got := sink3.get("e"); got != wantLines("e", 0, 5) {
+		t.Fatalf("without sums e = %q", got)
+	}
 }
 
 // TestCrashMidFlush: the process dies after part of a flush reached storage.

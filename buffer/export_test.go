@@ -24,7 +24,7 @@ func streamsOf(flushers ...Flusher) []StreamDef {
 	names := []string{"logs", "logins"}
 	defs := make([]StreamDef, len(flushers))
 	for i, f := range flushers {
-		defs[i] = StreamDef{ID: Stream(i), Name: names[i], Flusher: f}
+		defs[i] = StreamDef{ID: Stream(i), Name: names[i], Flusher: f, Checksums: true}
 	}
 	return defs
 }

@@ -51,6 +51,10 @@ type StreamDef struct {
 	// FlushQuiet, when set, flushes a key as soon as no byte has come for
 	// this long, before FlushAge (to the scheduler's tick, at most 250 ms).
 	FlushQuiet time.Duration
+	// Checksums keeps each chunk's CRC-32C up as batches are copied in,
+	// while their bytes are in the cache, and hands it to the Flusher
+	// (Flush's sums), for a sink that checksums what it stores.
+	Checksums bool
 	// FlushJoin, when above 1, lets a flush that starts with several of
 	// the key's chunks waiting take consecutive ones up to FlushJoin x
 	// FlushBytes in all (always at least one), handed to the Flusher as

@@ -98,7 +98,7 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 	}
 	f := &fixture{store: store, blobs: filepath.Join(dir, "blobs")}
 	streams := []buffer.StreamDef{
-		{ID: buffer.StreamLogs, Name: "logs", Flusher: gatedFlusher{sink, &f.gate, &f.gateMu}},
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: gatedFlusher{sink, &f.gate, &f.gateMu}, Checksums: sink.TakesSums()},
 		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins},
 	}
 	if bcfg.Ack == "" {

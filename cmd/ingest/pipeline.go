@@ -80,7 +80,7 @@ func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, re
 	buf, err := buffer.Open(ctx, cfg.buffer, scfg.WALDir(), []buffer.StreamDef{
 		// A joined flush is one append and one metadata write for up to
 		// four chunks, where one chunk each paid both.
-		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters, FlushJoin: logsFlushJoin},
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters, FlushJoin: logsFlushJoin, Checksums: blobSink.TakesSums()},
 		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins,
 			FlushBytes: logins.ChunkBytes(), FlushAge: logins.FlushAge(), FlushQuiet: logins.FlushQuiet()},
 	}, reg, log)
