@@ -528,8 +528,12 @@ func TestGroupsOfAnySizeReplay(t *testing.T) {
 				t.Fatalf("%s: record %d (LSN %d) replayed as %d bytes, want %d bytes as appended", stage, i, lsns[i], len(p), len(w))
 			}
 		}
-		if info, err := os.Stat(filepath.Join(dir, fmt.Sprintf("wal-%020d.log", 1))); err != nil || info.Size() != total {
-			t.Fatalf("%s: segment holds %v bytes (%v), want its records' %d", stage, info.Size(), err, total)
+		info, err := os.Stat(filepath.Join(dir, fmt.Sprintf("wal-%020d.log", 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+		if info.Size() != total {
+			t.Fatalf("%s: segment holds %d bytes, want its records' %d", stage, info.Size(), total)
 		}
 	}
 	check("after a crash") // the log still open, as a crash leaves it
