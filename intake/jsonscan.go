@@ -15,6 +15,12 @@ import (
 // time building and resetting a tree the event then read once, and copied
 // every line.
 //
+// walkObject indexes the line first (jsonstr.Index: its quotes, and the
+// bytes a string reader must look at closely, marked 64 at a time), and
+// the Parser methods below that read strings of the line through that
+// index take that line as b. appendValue, the slow path that rewrites a
+// value, and the array framer read strings with jsonstr.Scan.
+//
 // It follows RFC 8259 with a few allowances real log shippers need: invalid
 // UTF-8 and raw control characters inside strings are accepted (and written
 // back out escaped or replaced by U+FFFD, so attrs are always valid JSON),
@@ -25,9 +31,10 @@ import (
 const maxDepth = 128
 
 // content returns the text of the string at b[i] (unescaped into *buf when
-// it has escapes, else a sub-slice of b) and the index after it.
-func content(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
-	end, fl := jsonstr.Scan(b, i)
+// it has escapes, else a sub-slice of b) and the index after it; b is the
+// indexed line.
+func (p *Parser) content(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
+	end, fl := p.idx.Scan(i)
 	if end < 0 {
 		return nil, i, false
 	}
@@ -179,13 +186,14 @@ func appendValue(dst, b []byte, i, depth int) (out []byte, end int, err string) 
 // with appendValue, which rewrites it or says what is wrong. It costs a
 // string a Scan and a number one pass, the same reading appendValue does,
 // but nothing is appended byte by byte: the caller copies whole members.
-func compactEnd(b []byte, i, depth int) int {
+// b is the indexed line.
+func (p *Parser) compactEnd(b []byte, i, depth int) int {
 	if i >= len(b) {
 		return -1
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, fl := jsonstr.Scan(b, i)
+		end, fl := p.idx.Scan(i)
 		if end < 0 || fl != 0 && !jsonstr.Verbatim(b[i+1:end-1], fl) {
 			return -1
 		}
@@ -207,13 +215,13 @@ func compactEnd(b []byte, i, depth int) int {
 				if i >= len(b) || b[i] != '"' {
 					return -1
 				}
-				kend, fl := jsonstr.Scan(b, i)
+				kend, fl := p.idx.Scan(i)
 				if kend < 0 || kend >= len(b) || b[kend] != ':' || fl != 0 && !jsonstr.Verbatim(b[i+1:kend-1], fl) {
 					return -1
 				}
 				i = kend + 1
 			}
-			if i = compactEnd(b, i, depth+1); i < 0 || i >= len(b) {
+			if i = p.compactEnd(b, i, depth+1); i < 0 || i >= len(b) {
 				return -1
 			}
 			switch b[i] {
@@ -246,6 +254,7 @@ func compactEnd(b []byte, i, depth int) int {
 // of the value. fn consumes the value and returns the index after it, or
 // why the line is bad.
 func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string)) string {
+	p.idx.Reset(b)
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason == "" && skipWS(b, end) == len(b) {
@@ -262,7 +271,7 @@ func (p *Parser) walkObject(b []byte, fn func(key, rawKey []byte, keyFlags jsons
 				return syntaxError(b, i, "a quoted key")
 			}
 			start := i
-			end, fl := jsonstr.Scan(b, i)
+			end, fl := p.idx.Scan(i)
 			if end < 0 {
 				return "cannot parse JSON: a key is not terminated"
 			}

@@ -88,7 +88,7 @@ func (p *Parser) loginFromLine(b []byte) string {
 		switch loginField(key) {
 		case fieldUser:
 			if !haveUser {
-				if s, end, ok := textAt(b, i, &p.svc); ok {
+				if s, end, ok := p.textAt(b, i, &p.svc); ok {
 					lg.User, haveUser = s, true
 					return end, ""
 				}
@@ -110,21 +110,21 @@ func (p *Parser) loginFromLine(b []byte) string {
 			}
 		case fieldIP:
 			if !haveIP {
-				if s, end, ok := textAt(b, i, &p.host); ok {
+				if s, end, ok := p.textAt(b, i, &p.host); ok {
 					lg.IP, haveIP = s, true
 					return end, ""
 				}
 			}
 		case fieldUA:
 			if !haveUA {
-				if s, end, ok := textAt(b, i, &p.ua); ok {
+				if s, end, ok := p.textAt(b, i, &p.ua); ok {
 					lg.UA, haveUA = s, true
 					return end, ""
 				}
 			}
 		case fieldID:
 			if !haveID {
-				if s, end, ok := textAt(b, i, &p.id); ok {
+				if s, end, ok := p.textAt(b, i, &p.id); ok {
 					lg.ID, haveID = s, len(s) > 0
 					return end, ""
 				}
@@ -151,7 +151,7 @@ func (p *Parser) boolAt(b []byte, i int) (val bool, end int, ok bool) {
 	if end := literal(b, i, "false"); end >= 0 {
 		return false, end, true
 	}
-	s, end, ok := textAt(b, i, &p.num)
+	s, end, ok := p.textAt(b, i, &p.num)
 	if !ok {
 		return false, i, false
 	}

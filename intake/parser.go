@@ -90,7 +90,8 @@ type Parser struct {
 	res     []byte // OTLP resource attributes, each after a comma
 	key     []byte // a key with escapes, unescaped
 	ids     idGen
-	spans   []span // array element bounds
+	spans   []span        // array element bounds
+	idx     jsonstr.Index // where the strings of the line being read end
 
 	// The pending run of attribute members to copy into attrs as written:
 	// runLine[runStart:runEnd] of the line being read; runEnd 0 when none.
@@ -129,6 +130,7 @@ func PutParser(p *Parser) {
 	p.ev.Reset()
 	p.lg = Login{}
 	p.beginAttrs(nil) // keep no body alive from the pool
+	p.idx.Reset(nil)
 	p.service = nil
 	parserPool.Put(p)
 }
@@ -261,21 +263,21 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 		}
 	case fieldService:
 		if !seen.service {
-			if s, end, ok := textAt(b, i, &p.svc); ok {
+			if s, end, ok := p.textAt(b, i, &p.svc); ok {
 				ev.Service, seen.service = s, true // empty: the default applies
 				return end, "", true
 			}
 		}
 	case fieldHost:
 		if !seen.host {
-			if s, end, ok := textAt(b, i, &p.host); ok {
+			if s, end, ok := p.textAt(b, i, &p.host); ok {
 				ev.Host, seen.host = s, true
 				return end, "", true
 			}
 		}
 	case fieldID:
 		if !seen.id {
-			if s, end, ok := textAt(b, i, &p.id); ok {
+			if s, end, ok := p.textAt(b, i, &p.id); ok {
 				ev.ID, seen.id = s, len(s) > 0 // empty: one is generated
 				return end, "", true
 			}
@@ -300,7 +302,7 @@ func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 		ev.Message = p.message
 		return end, reason
 	}
-	end, fl := jsonstr.Scan(b, i)
+	end, fl := p.idx.Scan(i)
 	if end < 0 {
 		return i, "cannot parse JSON: a string is not terminated"
 	}
@@ -356,7 +358,7 @@ func (p *Parser) beginAttrs(b []byte) {
 // is copied in one piece; the others are re-written.
 func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
 	if i == start+len(rawKey)+3 && (keyFlags == 0 || jsonstr.Verbatim(rawKey, keyFlags)) { // "key": then the value
-		if end := compactEnd(b, i, 0); end >= 0 {
+		if end := p.compactEnd(b, i, 0); end >= 0 {
 			if p.runEnd > 0 && start == p.runEnd+1 && b[p.runEnd] == ',' {
 				p.runEnd = end
 			} else {
@@ -402,11 +404,11 @@ func (p *Parser) attrKey(dst, rawKey []byte, keyFlags jsonstr.Flags) []byte {
 
 // textAt reads a string's text or a number's digits at b[i] (a string
 // with escapes is unescaped into *buf); ok is false for other values,
-// which stay attributes.
-func textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
+// which stay attributes. b is the indexed line.
+func (p *Parser) textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
 	switch c := b[i]; {
 	case c == '"':
-		return content(b, i, buf)
+		return p.content(b, i, buf)
 	case c == '-' || c >= '0' && c <= '9':
 		if end := scanNumber(b, i); end >= 0 {
 			return b[i:end], end, true
@@ -418,7 +420,7 @@ func textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
 // levelAt maps a level field at b[i]; ok is false for spellings and values
 // it does not know, which the caller keeps as attributes.
 func (p *Parser) levelAt(b []byte, i int) (logline.Level, int, bool) {
-	s, end, ok := textAt(b, i, &p.num)
+	s, end, ok := p.textAt(b, i, &p.num)
 	if !ok {
 		return logline.LevelNone, i, false
 	}
@@ -456,7 +458,7 @@ func parseLevel(s []byte) (logline.Level, bool) {
 
 // timeAt parses the timestamp field key at b[i]; reason says why it cannot.
 func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, reason string) {
-	text, end, ok := textAt(b, i, &p.num)
+	text, end, ok := p.textAt(b, i, &p.num)
 	if !ok {
 		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason != "" {
 			return 0, end, reason

@@ -99,7 +99,12 @@ func skipPlain(b []byte, j int) int {
 // string again to know it is valid UTF-8: flags 0 means the contents are
 // valid as they are.
 func Scan(b []byte, i int) (end int, flags Flags) {
-	j := i + 1
+	return scanFrom(b, i+1)
+}
+
+// scanFrom is Scan of a string whose contents before b[j] are known to be
+// plain bytes.
+func scanFrom(b []byte, j int) (end int, flags Flags) {
 	for {
 		var c uint8
 		for ; j+8 <= len(b); j += 8 {
