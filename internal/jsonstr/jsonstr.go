@@ -1,6 +1,7 @@
 // Package jsonstr is the one codec for JSON string literals in ingest: it
-// finds where a string ends, unescapes its contents, and writes text or raw
-// contents back out as a valid literal. The intake's event scanner, the
+// finds where a string ends (Scan, or Index for a reader of many strings
+// of one line), unescapes its contents, and writes text or raw contents
+// back out as a valid literal. The intake's event scanner, the
 // array framer, the stored line format (logline) and every JSON answer use
 // it, so a string is read and written by the same rules everywhere.
 //
