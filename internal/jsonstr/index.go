@@ -13,6 +13,8 @@ import "math/bits"
 //
 // A line of the load generator's events holds about twenty strings, keys
 // included, and nearly all of them end at the next quote.
+//
+// The marks take a quarter of the line's length, kept for the next line.
 type Index struct {
 	b     []byte
 	marks []marks // one per 64-byte block of b

@@ -4,9 +4,9 @@
 //
 // For each 64-byte block of b, two words of one bit per byte: the first
 // marks the bytes that are '"', the second those that are '\\', below
-// 0x20 or 0x80 and above. The
-// last two are one signed comparison: as signed bytes, 0x80-0xff are
-// negative, so "0x20 > c" holds exactly for control and high bytes.
+// 0x20 or 0x80 and above. The last two kinds are one signed comparison:
+// as signed bytes, 0x80-0xff are negative, so "0x20 > c" holds exactly
+// for control and high bytes.
 TEXT ·markBlocks(SB), NOSPLIT, $0-24
 	MOVQ b+0(FP), SI
 	MOVQ blocks+8(FP), CX
