@@ -130,7 +130,7 @@ func PutParser(p *Parser) {
 	p.ev.Reset()
 	p.lg = Login{}
 	p.beginAttrs(nil) // keep no body alive from the pool
-	p.idx.Reset(nil)
+	p.idx.Release(retainBytes)
 	p.service = nil
 	parserPool.Put(p)
 }

@@ -1,6 +1,9 @@
 package jsonstr
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // Index finds where the strings of one buffer (a line of JSON) end, for a
 // reader that calls Scan on many of them. Reset marks, 64 bytes at a time
@@ -8,13 +11,15 @@ import "math/bits"
 // closely: a backslash, a control character, a byte >= 0x80. Then a
 // string whose closing quote comes before any such byte ends at the next
 // marked quote, found by a bit search instead of a walk over its bytes,
-// and any other string is read by Scan from its first such byte on. Where
-// the instructions are missing (no AVX2), Index.Scan is Scan.
+// and any other string is read by Scan from its first such byte on (one
+// not terminated, from its start). Where the instructions are missing (no
+// AVX2), Index.Scan is Scan.
 //
 // A line of the load generator's events holds about twenty strings, keys
 // included, and nearly all of them end at the next quote.
 //
-// The marks take a quarter of the line's length, kept for the next line.
+// The marks take a quarter of the line's length, kept for the next line
+// until Release.
 type Index struct {
 	b     []byte
 	marks []marks // one per 64-byte block of b
@@ -59,6 +64,15 @@ func (x *Index) Reset(b []byte) {
 	keep := uint64(1)<<rest - 1
 	x.marks[full].quotes &= keep
 	x.marks[full].special &= keep
+}
+
+// Release forgets the buffer, and drops the marks when they take more
+// than keep bytes, for a reader that pools its Index.
+func (x *Index) Release(keep int) {
+	x.b = nil
+	if cap(x.marks)*int(unsafe.Sizeof(marks{})) > keep {
+		x.marks = nil
+	}
 }
 
 // Scan is Scan(b, i) for the b of the last Reset. Its common case, a

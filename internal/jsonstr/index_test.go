@@ -78,3 +78,22 @@ func FuzzIndex(f *testing.F) {
 	var x Index
 	f.Fuzz(func(t *testing.T, b []byte) { checkIndex(t, &x, b) })
 }
+
+// TestIndexRelease: a pooled Index keeps the marks of an ordinary line
+// and drops those of a huge one, and holds on to no buffer either way.
+func TestIndexRelease(t *testing.T) {
+	if !canMark {
+		t.Skip("no marks without AVX2")
+	}
+	for _, tc := range []struct {
+		n    int
+		kept bool
+	}{{300, true}, {1 << 20, false}} {
+		var x Index
+		x.Reset(make([]byte, tc.n))
+		x.Release(256 << 10)
+		if x.b != nil || (x.marks != nil) != tc.kept {
+			t.Errorf("after Release of a %d-byte line: buffer kept %v, marks kept %v (want %v)", tc.n, x.b != nil, x.marks != nil, tc.kept)
+		}
+	}
+}
