@@ -86,3 +86,25 @@ func FuzzParseTimestamp(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseTimestamp parses the time stamps the load generator and
+// common loggers write: RFC 3339 with seconds, milli-, micro- and 100 ns
+// fractions, and epoch milliseconds.
+func BenchmarkParseTimestamp(b *testing.B) {
+	stamps := [][]byte{
+		[]byte("2026-11-25T16:00:32Z"),
+		[]byte("2026-11-25T16:00:32.199Z"),
+		[]byte("2026-11-25T16:00:32.199610Z"),
+		[]byte("2026-11-25T16:00:32.1996104Z"),
+		[]byte("2026-11-25T17:00:32.1996104+01:00"),
+		[]byte("1795622432199"),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range stamps {
+			if _, err := ParseTimestamp(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
