@@ -13,7 +13,7 @@ import (
 	"ingest/internal/benchcpu"
 )
 
-func replayAll(t *testing.T, l *Log) (lsns []uint64, payloads []string) {
+func replayAll(t testing.TB, l *Log) (lsns []uint64, payloads []string) {
 	t.Helper()
 	err := l.Replay(func(lsn uint64, p []byte) error {
 		lsns = append(lsns, lsn)
@@ -37,7 +37,7 @@ func openLog(t testing.TB, dir string, opts Options) *Log {
 }
 
 // startLog opens the log in dir, replays it and starts it for appends.
-func startLog(t *testing.T, dir string, opts Options) *Log {
+func startLog(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()
 	l := openLog(t, dir, opts)
 	replayAll(t, l)
@@ -258,13 +258,7 @@ func FuzzReplay(f *testing.F) {
 }
 
 func BenchmarkAppendParallel(b *testing.B) {
-	l := openLog(b, b.TempDir(), Options{})
-	if err := l.Replay(func(uint64, []byte) error { return nil }); err != nil {
-		b.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		b.Fatal(err)
-	}
+	l := startLog(b, b.TempDir(), Options{})
 	defer l.Close()
 	payload := bytes.Repeat([]byte("x"), 64<<10)
 	b.SetBytes(int64(len(payload)))
@@ -546,13 +540,7 @@ func TestGroupsOfAnySizeReplay(t *testing.T) {
 // and then appends it in pieces, so the payload's bytes sit in the
 // appender's cache, not the writer's. NoSync leaves the disk out.
 func BenchmarkAppendFresh(b *testing.B) {
-	l := openLog(b, b.TempDir(), Options{NoSync: true})
-	if err := l.Replay(func(uint64, []byte) error { return nil }); err != nil {
-		b.Fatal(err)
-	}
-	if err := l.Start(); err != nil {
-		b.Fatal(err)
-	}
+	l := startLog(b, b.TempDir(), Options{NoSync: true})
 	defer l.Close()
 	const size, pieces = 256 << 10, 4
 	b.SetBytes(size)
