@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -118,4 +120,71 @@ func TestGuardGoesOnAfterAFailedSection(t *testing.T) {
 		}
 	}()
 	b.guard("third", func() { panic("bug") })
+}
+
+func TestIOWriteBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 1048576\ncancelled_write_bytes: 4096\n", 1048576, true},
+		{"write_bytes: 0\n", 0, true},
+		{"cancelled_write_bytes: 4096\n", 0, false},
+		{"write_bytes: many\n", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := ioWriteBytes(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ioWriteBytes(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestDiskWriteBytesCountsThisProcessWrites(t *testing.T) {
+	dir := t.TempDir()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == 0x01021994 { // TMPFS_MAGIC: memory, no write_bytes
+		t.Skipf("%s is on tmpfs, whose writes no process is charged for", dir)
+	}
+	before := diskWriteBytes(os.Getpid())
+	if _, err := diskOverwriteRate(dir, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// The file is filled first, then overwritten.
+	if got := diskWriteBytes(os.Getpid()) - before; got < overwriteFile {
+		t.Errorf("write_bytes grew by %.0f, want at least the %d bytes written", got, overwriteFile)
+	}
+}
+
+func TestDiskRatesLeaveNothing(t *testing.T) {
+	for name, rate := range map[string]func(string, time.Duration) (result, error){"overwrite": diskOverwriteRate, "append": diskAppendRate} {
+		dir := t.TempDir()
+		r, err := rate(dir, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.diskMBps <= 0 {
+			t.Errorf("%s: diskMBps = %v, want > 0", name, r.diskMBps)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("%s: %d files left behind", name, len(left))
+		}
+	}
+}
+
+func TestRatioComparesItsColumn(t *testing.T) {
+	b := &bench{rounds: []map[string]result{
+		{"a": {answered: 10, mbps: 300}, "b": {answered: 40, mbps: 400}},
+		{"a": {answered: 10, mbps: 200}, "b": {answered: 20, mbps: 400}},
+	}}
+	if m, each := b.medianRatio(ratio{num: "a", den: "b", col: mbpsOf}); m != 0.625 || len(each) != 2 {
+		t.Errorf("MB/s ratio = %v %v, want the median 0.625 of 0.75 and 0.5", m, each)
+	}
+	if m, _ := b.medianRatio(ratio{num: "a", den: "b"}); m != 0.375 {
+		t.Errorf("rate ratio = %v, want the median 0.375 of 0.25 and 0.5", m)
+	}
 }

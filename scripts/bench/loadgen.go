@@ -58,15 +58,15 @@ func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []stri
 		check(err)
 	}
 	pid := srv.Cmd.Process.Pid
-	cpu0 := cpuSeconds(pid)
+	cpu0, disk0, start := cpuSeconds(pid), diskWriteBytes(pid), time.Now()
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
-	cpu := cpuSeconds(pid) - cpu0
+	cpu, disk, secs := cpuSeconds(pid)-cpu0, diskWriteBytes(pid)-disk0, time.Since(start).Seconds()
 	if rate > 0 {
 		fmt.Fprintf(stderr, "bench:     open loop: requests sent late by p99 %.1f ms, max %.1f ms\n", rep.SendLag.P99, rep.SendLag.Max)
 	}
 	out := result{
-		answered: rep.EventsPerSec, mbps: rep.MBPerSecRaw, rssMiB: peakRSSMiB(pid),
+		answered: rep.EventsPerSec, mbps: rep.MBPerSecRaw, diskMBps: disk / secs / 1e6, rssMiB: peakRSSMiB(pid),
 		p50: rep.Latency.P50, p99: rep.Latency.P99, p999: rep.Latency.P999, errors: rep.Errors,
 	}
 	if rep.EventsAccepted > 0 {

@@ -194,13 +194,15 @@ func (b *bench) lowCostIngest(l load) result {
 }
 
 // measure runs the low-cost load l against process pid: its rates, the
-// process's CPU seconds per million events and its peak RSS.
+// process's CPU seconds per million events, what it wrote toward its disk
+// and its peak RSS.
 func measure(l load, pid int) (result, blastResult) {
-	cpu0 := cpuSeconds(pid)
+	cpu0, disk0 := cpuSeconds(pid), diskWriteBytes(pid)
 	res := blast(l)
-	cpu := cpuSeconds(pid) - cpu0
+	cpu, disk := cpuSeconds(pid)-cpu0, diskWriteBytes(pid)-disk0
 	var out result
 	res.fill(&out, l.events)
+	out.diskMBps = disk / res.secs / 1e6
 	out.rssMiB = peakRSSMiB(pid)
 	if res.ok > 0 {
 		out.cpuPerM = cpu / (float64(res.ok) * float64(l.events) / 1e6)
@@ -244,7 +246,7 @@ func (b *bench) fluentBitRow(body []byte) result {
 	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/", true))
 	l := load{addr: addr, uri: "http://" + addr + "/bench", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	cpu0 := cpuSeconds(p.pid())
+	cpu0, disk0 := cpuSeconds(p.pid()), diskWriteBytes(p.pid())
 	start := time.Now()
 	res := blast(l)
 	// Written end to end: wait until the file stops growing.
@@ -257,11 +259,12 @@ func (b *bench) fluentBitRow(body []byte) result {
 			size, last = st.Size(), time.Now()
 		}
 	}
-	cpu := cpuSeconds(p.pid()) - cpu0
+	cpu, disk := cpuSeconds(p.pid())-cpu0, diskWriteBytes(p.pid())-disk0
 	lines := countLines(file)
 	var out result
 	res.fill(&out, l.events)
 	out.written = float64(lines) / last.Sub(start).Seconds()
+	out.diskMBps = disk / last.Sub(start).Seconds() / 1e6
 	out.rssMiB = peakRSSMiB(p.pid())
 	if lines > 0 {
 		out.cpuPerM = cpu / (float64(lines) / 1e6)

@@ -40,6 +40,29 @@ func peakRSSMiB(pid int) float64 {
 	return 0
 }
 
+// diskWriteBytes reads write_bytes of a live process from /proc/PID/io:
+// the bytes it has sent toward storage (a page-cache write counts when it
+// dirties the page). 0 when unreadable.
+func diskWriteBytes(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0
+	}
+	n, _ := ioWriteBytes(string(b))
+	return n
+}
+
+// ioWriteBytes takes write_bytes from the text of /proc/PID/io.
+func ioWriteBytes(io string) (float64, bool) {
+	for _, line := range strings.Split(io, "\n") {
+		if rest, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // proc is a peer or helper process the bench started.
 type proc struct {
 	cmd    *exec.Cmd

@@ -13,6 +13,7 @@ type result struct {
 	answered float64 // events/s answered
 	written  float64 // events/s written end to end, where the peer answers first
 	mbps     float64 // MB/s (Azurite rows: stored)
+	diskMBps float64 // MB/s the server wrote toward its disk (/proc/PID/io write_bytes)
 	cpuPerM  float64 // server CPU seconds per million events
 	rssMiB   float64 // server peak RSS
 	p50      float64 // latency, ms
@@ -46,8 +47,10 @@ type bench struct {
 type ratio struct {
 	label    string
 	num, den string
-	mbps     bool // compare MB/s instead of events/s
+	col      func(result) float64 // what is compared; nil: the rate
 }
+
+func mbpsOf(r result) float64 { return r.mbps }
 
 func (b *bench) add(name, note string, r result) {
 	if b.notes == nil {
@@ -65,12 +68,12 @@ func (b *bench) add(name, note string, r result) {
 // run is left out.
 func registerRatios(b *bench) {
 	b.ratios = []ratio{
-		{"ingest --ack wal / Fluent Bit (written end to end)", "lowcost: ingest --ack wal", "lowcost: fluent-bit", false},
-		{"ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", false},
-		{"ingest --storage under load / azblob 4 MiB appends under the same load (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends, under load", true},
-		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", true},
-		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", false},
-		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", false},
+		{"ingest --ack wal / Fluent Bit (written end to end)", "lowcost: ingest --ack wal", "lowcost: fluent-bit", nil},
+		{"ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", nil},
+		{"ingest --storage under load / azblob 4 MiB appends under the same load (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends, under load", mbpsOf},
+		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", mbpsOf},
+		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", nil},
+		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", nil},
 	}
 }
 
@@ -81,6 +84,9 @@ func brief(r result) string {
 	}
 	if r.mbps > 0 {
 		s += fmt.Sprintf(", %.1f MB/s", r.mbps)
+	}
+	if r.diskMBps > 0 {
+		s += fmt.Sprintf(", disk %.1f MB/s", r.diskMBps)
 	}
 	if r.p99 > 0 {
 		s += fmt.Sprintf(", p99 %.1f ms", r.p99)
@@ -94,8 +100,8 @@ func brief(r result) string {
 // print writes the table of medians, the ratios, the targets and the
 // rows' notes.
 func (b *bench) print(w io.Writer) {
-	const f = "%-34s %11s %11s %8s %9s %8s %8s %8s %9s %7s\n"
-	fmt.Fprintf(w, f, "row", "events/s", "written/s", "MB/s", "CPU-s/M", "RSS MiB", "p50 ms", "p99 ms", "p99.9 ms", "errors")
+	const f = "%-34s %11s %11s %8s %10s %9s %8s %8s %8s %9s %7s\n"
+	fmt.Fprintf(w, f, "row", "events/s", "written/s", "MB/s", "disk MB/s", "CPU-s/M", "RSS MiB", "p50 ms", "p99 ms", "p99.9 ms", "errors")
 	cell := func(v float64, format string) string {
 		if v == 0 {
 			return "-"
@@ -104,7 +110,7 @@ func (b *bench) print(w io.Writer) {
 	}
 	for _, name := range b.order {
 		m := b.medianRow(name)
-		fmt.Fprintf(w, f, name, cell(m.answered, "%.0f"), cell(m.written, "%.0f"), cell(m.mbps, "%.1f"), cell(m.cpuPerM, "%.2f"),
+		fmt.Fprintf(w, f, name, cell(m.answered, "%.0f"), cell(m.written, "%.0f"), cell(m.mbps, "%.1f"), cell(m.diskMBps, "%.1f"), cell(m.cpuPerM, "%.2f"),
 			cell(m.rssMiB, "%.0f"), cell(m.p50, "%.1f"), cell(m.p99, "%.1f"), cell(m.p999, "%.1f"), fmt.Sprint(m.errors))
 	}
 	if len(b.ratios) > 0 {
@@ -150,6 +156,7 @@ func (b *bench) medianRow(name string) result {
 		answered: col(func(r result) float64 { return r.answered }),
 		written:  col(func(r result) float64 { return r.written }),
 		mbps:     col(func(r result) float64 { return r.mbps }),
+		diskMBps: col(func(r result) float64 { return r.diskMBps }),
 		cpuPerM:  col(func(r result) float64 { return r.cpuPerM }),
 		rssMiB:   col(func(r result) float64 { return r.rssMiB }),
 		p50:      col(func(r result) float64 { return r.p50 }),
@@ -170,8 +177,8 @@ func (b *bench) medianRatio(ra ratio) (float64, []float64) {
 			continue
 		}
 		x, y := n.rate(), d.rate()
-		if ra.mbps {
-			x, y = n.mbps, d.mbps
+		if ra.col != nil {
+			x, y = ra.col(n), ra.col(d)
 		}
 		if y > 0 {
 			v = append(v, x/y)
