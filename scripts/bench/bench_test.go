@@ -188,3 +188,18 @@ func TestRatioComparesItsColumn(t *testing.T) {
 		t.Errorf("rate ratio = %v, want the median 0.375 of 0.25 and 0.5", m)
 	}
 }
+
+func TestBriefShowsWhatWasMeasured(t *testing.T) {
+	for _, c := range []struct {
+		r    result
+		want string
+	}{
+		{result{answered: 1200, diskMBps: 500.25, p99: 20}, "1200 events/s, disk 500.2 MB/s, p99 20.0 ms"},
+		{result{diskMBps: 900}, "disk 900.0 MB/s"},
+		{result{answered: 10, written: 8, mbps: 1.5, errors: 2}, "10 events/s, 8 written/s, 1.5 MB/s, 2 errors"},
+	} {
+		if got := brief(c.r); got != c.want {
+			t.Errorf("brief(%+v) = %q, want %q", c.r, got, c.want)
+		}
+	}
+}

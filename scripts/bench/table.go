@@ -78,23 +78,19 @@ func registerRatios(b *bench) {
 }
 
 func brief(r result) string {
-	s := fmt.Sprintf("%.0f events/s", r.answered)
-	if r.written > 0 {
-		s += fmt.Sprintf(", %.0f written/s", r.written)
+	var parts []string
+	add := func(v float64, format string) {
+		if v > 0 {
+			parts = append(parts, fmt.Sprintf(format, v))
+		}
 	}
-	if r.mbps > 0 {
-		s += fmt.Sprintf(", %.1f MB/s", r.mbps)
-	}
-	if r.diskMBps > 0 {
-		s += fmt.Sprintf(", disk %.1f MB/s", r.diskMBps)
-	}
-	if r.p99 > 0 {
-		s += fmt.Sprintf(", p99 %.1f ms", r.p99)
-	}
-	if r.errors > 0 {
-		s += fmt.Sprintf(", %d errors", r.errors)
-	}
-	return s
+	add(r.answered, "%.0f events/s")
+	add(r.written, "%.0f written/s")
+	add(r.mbps, "%.1f MB/s")
+	add(r.diskMBps, "disk %.1f MB/s")
+	add(r.p99, "p99 %.1f ms")
+	add(float64(r.errors), "%.0f errors")
+	return strings.Join(parts, ", ")
 }
 
 // print writes the table of medians, the ratios, the targets and the
