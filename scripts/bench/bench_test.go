@@ -151,7 +151,7 @@ func TestDiskWriteBytesCountsThisProcessWrites(t *testing.T) {
 		t.Skipf("%s is on tmpfs, whose writes no process is charged for", dir)
 	}
 	before := diskWriteBytes(os.Getpid())
-	if _, err := diskOverwriteRate(dir, 50*time.Millisecond); err != nil {
+	if _, err := diskRate(dir, 50*time.Millisecond, newOverwriter); err != nil {
 		t.Fatal(err)
 	}
 	// The file is filled first, then overwritten.
@@ -161,9 +161,11 @@ func TestDiskWriteBytesCountsThisProcessWrites(t *testing.T) {
 }
 
 func TestDiskRatesLeaveNothing(t *testing.T) {
-	for name, rate := range map[string]func(string, time.Duration) (result, error){"overwrite": diskOverwriteRate, "append": diskAppendRate} {
+	for name, kinds := range map[string][]func(string) (*diskWriter, error){
+		"append": {newAppender}, "overwrite": {newOverwriter}, "both": {newAppender, newOverwriter},
+	} {
 		dir := t.TempDir()
-		r, err := rate(dir, 50*time.Millisecond)
+		r, err := diskRate(dir, 50*time.Millisecond, kinds...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,6 +175,34 @@ func TestDiskRatesLeaveNothing(t *testing.T) {
 		if left, _ := os.ReadDir(dir); len(left) != 0 {
 			t.Errorf("%s: %d files left behind", name, len(left))
 		}
+	}
+}
+
+func TestDiskRateKeepsWritersToEqualBytes(t *testing.T) {
+	var steps [2]int
+	writer := func(i int, size int64) func(string) (*diskWriter, error) {
+		return func(dir string) (*diskWriter, error) {
+			f, err := os.CreateTemp(dir, "w-")
+			return &diskWriter{f: f, size: size, step: func() error { steps[i]++; return nil }}, err
+		}
+	}
+	if _, err := diskRate(t.TempDir(), 20*time.Millisecond, writer(0, appendSize), writer(1, overwriteSize)); err != nil {
+		t.Fatal(err)
+	}
+	big, small := int64(steps[0])*appendSize, int64(steps[1])*overwriteSize
+	if steps[0] < 10 || big-small > appendSize || small-big > appendSize {
+		t.Errorf("%d steps of %d B and %d of %d B: want many, within %d B of each other", steps[0], appendSize, steps[1], overwriteSize, appendSize)
+	}
+}
+
+func TestDiskRateStopsAtAWriterError(t *testing.T) {
+	failing := func(dir string) (*diskWriter, error) {
+		f, err := os.CreateTemp(dir, "w-")
+		return &diskWriter{f: f, size: 1, step: func() error { return errors.New("disk full") }}, err
+	}
+	// An hour: were the error not to stop the others, the test would time out.
+	if _, err := diskRate(t.TempDir(), time.Hour, newAppender, failing); err == nil || err.Error() != "disk full" {
+		t.Errorf("err = %v, want the writer's error, at once", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,25 +41,43 @@ func (b *bench) limits() {
 	b.add("limit: memcpy", fmt.Sprintf("one core copying the low-cost body (%d B) over and over", len(body)), memcpyRate(body, l.events, min(b.o.duration, 3*time.Second)))
 
 	d := min(b.o.duration, 5*time.Second)
-	r, err := diskAppendRate(b.dir, d)
-	check(err)
-	b.add("limit: disk, 4 MiB appends", fmt.Sprintf("the embedded store's pattern: one writer appending to a new file, %d MiB at a time, each write followed by fsync", appendSize>>20), r)
-	r, err = diskOverwriteRate(b.dir, d)
-	check(err)
-	b.add("limit: disk, 1 MiB overwrites", fmt.Sprintf("the log's pattern: one writer overwriting a %d MiB file in place, %d KiB at a time, each write followed by fdatasync", overwriteFile>>20, overwriteSize>>10), r)
+	rows := []struct {
+		name, note string
+		kinds      []func(string) (*diskWriter, error)
+	}{
+		{"limit: disk, 4 MiB appends", fmt.Sprintf("the embedded store's pattern: one writer appending to a new file, %d MiB at a time, each write followed by fsync", appendSize>>20), []func(string) (*diskWriter, error){newAppender}},
+		{"limit: disk, 1 MiB overwrites", fmt.Sprintf("the log's pattern: one writer overwriting a %d MiB file written before, %d MiB at a time, each write followed by fdatasync", overwriteFile>>20, overwriteSize>>20), []func(string) (*diskWriter, error){newOverwriter}},
+		{diskBothRow, "the two writers above at once, kept to equal bytes as the log and the store take the same lines: their sum", []func(string) (*diskWriter, error){newAppender, newOverwriter}},
+	}
+	for _, row := range rows {
+		r, err := diskRate(b.dir, d, row.kinds...)
+		check(err)
+		b.add(row.name, row.note, r)
+	}
 }
 
-// The disk rows time the two kinds of durable write that --ack wal makes:
-// the log overwrites its reused segments, whose blocks are allocated and
-// written before, and the embedded store appends blocks to new files. The
-// first can be much the faster: on a virtual disk whose host allocates
-// space on first write (and gets it back on discard), only appends pay
-// for that.
+// diskBothRow is the disk's durable write rate for the mix --ack wal makes
+// on the embedded store.
+const diskBothRow = "limit: disk, both at once"
+
+// The disk rows time the two kinds of durable write --ack wal makes: the
+// log overwrites its reused segments, whose blocks were written before,
+// and the embedded store appends blocks to new files. The first can be
+// much the faster: on a virtual disk whose host allocates space on first
+// write (and takes it back on discard), only appends pay for that.
 const (
+	appendSize    = 4 << 20  // a store block at the default --flush-bytes
 	overwriteSize = 1 << 20  // about a group of the log's records under the low-cost client
 	overwriteFile = 64 << 20 // a log segment
-	appendSize    = 4 << 20  // a store block at the default --flush-bytes
 )
+
+// diskWriter makes one durable write of size bytes per step, into a file
+// of its own.
+type diskWriter struct {
+	f    *os.File
+	size int64
+	step func() error
+}
 
 // pattern is bytes that are neither zeros (which a virtual disk may not
 // store at all) nor one page repeated.
@@ -70,60 +89,131 @@ func pattern(n int) []byte {
 	return b
 }
 
-// diskOverwriteRate is the MB/s of overwriteSize writes, each followed by
-// fdatasync, round a file that is filled and synced first, untimed.
-func diskOverwriteRate(dir string, d time.Duration) (result, error) {
-	buf := pattern(overwriteFile)
-	return timeWrites(dir, d, func(f *os.File) error {
+// newAppender appends appendSize blocks to a new file, each followed by
+// fsync, as the embedded store does.
+func newAppender(dir string) (*diskWriter, error) {
+	f, err := os.CreateTemp(dir, "disk-append-")
+	if err != nil {
+		return nil, err
+	}
+	buf := pattern(appendSize)
+	return &diskWriter{f: f, size: appendSize, step: func() error {
 		if _, err := f.Write(buf); err != nil {
 			return err
 		}
 		return f.Sync()
-	}, func(f *os.File, n int64) error {
-		off := n % overwriteFile
+	}}, nil
+}
+
+// newOverwriter writes overwriteSize pieces round a file of overwriteFile
+// bytes, each followed by fdatasync, as the log does in a reused segment.
+// The file is written and synced first, so that the steps change no
+// metadata.
+func newOverwriter(dir string) (*diskWriter, error) {
+	f, err := os.CreateTemp(dir, "disk-overwrite-")
+	if err != nil {
+		return nil, err
+	}
+	buf := pattern(overwriteFile)
+	if _, err := f.Write(buf); err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	var off int64
+	return &diskWriter{f: f, size: overwriteSize, step: func() error {
 		if _, err := f.WriteAt(buf[off:off+overwriteSize], off); err != nil {
 			return err
 		}
+		off = (off + overwriteSize) % overwriteFile
 		return syscall.Fdatasync(int(f.Fd()))
-	}, overwriteSize)
+	}}, nil
 }
 
-// diskAppendRate is the MB/s of appendSize appends to a new file, each
-// followed by fsync.
-func diskAppendRate(dir string, d time.Duration) (result, error) {
-	buf := pattern(appendSize)
-	return timeWrites(dir, d, nil, func(f *os.File, _ int64) error {
-		if _, err := f.Write(buf); err != nil {
-			return err
+// diskRate makes one writer of each kind in dir and runs them at once for
+// d, none more than appendSize bytes ahead of another, then removes their
+// files. The result's diskMBps is the bytes of all of them per second.
+func diskRate(dir string, d time.Duration, kinds ...func(string) (*diskWriter, error)) (result, error) {
+	var ws []*diskWriter
+	defer func() {
+		for _, w := range ws {
+			w.f.Close()
+			os.Remove(w.f.Name())
 		}
-		return f.Sync()
-	}, appendSize)
-}
-
-// timeWrites creates a file in dir, calls prepare on it untimed, then write
-// (given the bytes written so far; each call writes size bytes) for d, and
-// removes the file. The result holds the MB/s in diskMBps.
-func timeWrites(dir string, d time.Duration, prepare func(*os.File) error, write func(*os.File, int64) error, size int64) (result, error) {
-	f, err := os.CreateTemp(dir, "disk-")
-	if err != nil {
-		return result{}, err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	if prepare != nil {
-		if err := prepare(f); err != nil {
+	}()
+	for _, newWriter := range kinds {
+		w, err := newWriter(dir)
+		if err != nil {
 			return result{}, err
 		}
+		ws = append(ws, w)
 	}
-	var n int64
+	var (
+		mu       sync.Mutex
+		turn     = sync.NewCond(&mu)
+		written  = make([]int64, len(ws))
+		stop     bool
+		firstErr error
+	)
+	ahead := func(i int) bool { // with mu held
+		for _, n := range written {
+			if written[i]-n >= appendSize {
+				return true
+			}
+		}
+		return false
+	}
+	end := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		stop = true
+		turn.Broadcast()
+		mu.Unlock()
+	}
 	start := time.Now()
-	for time.Since(start) < d {
-		if err := write(f, n); err != nil {
-			return result{}, err
-		}
-		n += size
+	timer := time.AfterFunc(d, func() { end(nil) })
+	defer timer.Stop()
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				for !stop && ahead(i) {
+					turn.Wait()
+				}
+				if stop {
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
+				if err := w.step(); err != nil {
+					end(err)
+					return
+				}
+				mu.Lock()
+				written[i] += w.size
+				turn.Broadcast()
+				mu.Unlock()
+			}
+		}()
 	}
-	return result{diskMBps: float64(n) / time.Since(start).Seconds() / 1e6}, nil
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	var total int64
+	for _, n := range written {
+		total += n
+	}
+	return result{diskMBps: float64(total) / secs / 1e6}, nil
 }
 
 // memcpyRate copies body into a buffer as often as it can for d and

@@ -51,6 +51,7 @@ type ratio struct {
 }
 
 func mbpsOf(r result) float64 { return r.mbps }
+func diskOf(r result) float64 { return r.diskMBps }
 
 func (b *bench) add(name, note string, r result) {
 	if b.notes == nil {
@@ -74,6 +75,7 @@ func registerRatios(b *bench) {
 		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", mbpsOf},
 		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", nil},
 		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", nil},
+		{"ingest --ack wal's disk writes (low-cost client) / the disk, both at once (MB/s)", "lowcost: ingest --ack wal", diskBothRow, diskOf},
 	}
 }
 
