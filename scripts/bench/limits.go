@@ -35,7 +35,7 @@ func (b *bench) limits() {
 	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/", false))
 	l := load{addr: addr, uri: "http://" + addr + "/v1/logs", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	out, _ := measure(l, p.pid())
+	out, _ := measure(l, p.pid(), b.disk)
 	b.add("limit: fasthttp, read and discard", "a bare fasthttp server (scripts/bench) reading each body and answering 202, with the low-cost client", out)
 
 	b.add("limit: memcpy", fmt.Sprintf("one core copying the low-cost body (%d B) over and over", len(body)), memcpyRate(body, l.events, min(b.o.duration, 3*time.Second)))

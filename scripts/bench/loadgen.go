@@ -58,10 +58,10 @@ func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []stri
 		check(err)
 	}
 	pid := srv.Cmd.Process.Pid
-	cpu0, disk0, start := cpuSeconds(pid), diskWriteBytes(pid), time.Now()
+	cpu0, disk0, start := cpuSeconds(pid), b.disk.written(), time.Now()
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
-	cpu, disk, secs := cpuSeconds(pid)-cpu0, diskWriteBytes(pid)-disk0, time.Since(start).Seconds()
+	cpu, disk, secs := cpuSeconds(pid)-cpu0, b.disk.written()-disk0, time.Since(start).Seconds()
 	if rate > 0 {
 		fmt.Fprintf(stderr, "bench:     open loop: requests sent late by p99 %.1f ms, max %.1f ms\n", rep.SendLag.P99, rep.SendLag.Max)
 	}

@@ -184,7 +184,7 @@ func (b *bench) lowCostIngest(l load) result {
 	defer cleanup()
 	l.addr = srv.URL[len("http://"):]
 	l.uri = srv.URL + "/v1/logs"
-	out, res := measure(l, srv.Cmd.Process.Pid)
+	out, res := measure(l, srv.Cmd.Process.Pid, b.disk)
 	if res.ok > 0 && !bytes.Contains(res.firstBody, fmt.Appendf(nil, `"accepted":%d`, l.events)) {
 		check(fmt.Errorf("ingest did not accept every event of the low-cost body: %s", res.firstBody))
 	}
@@ -194,12 +194,12 @@ func (b *bench) lowCostIngest(l load) result {
 }
 
 // measure runs the low-cost load l against process pid: its rates, the
-// process's CPU seconds per million events, what it wrote toward its disk
-// and its peak RSS.
-func measure(l load, pid int) (result, blastResult) {
-	cpu0, disk0 := cpuSeconds(pid), diskWriteBytes(pid)
+// process's CPU seconds per million events, the MB/s written to dev
+// meanwhile and the process's peak RSS.
+func measure(l load, pid int, dev blockDevice) (result, blastResult) {
+	cpu0, disk0 := cpuSeconds(pid), dev.written()
 	res := blast(l)
-	cpu, disk := cpuSeconds(pid)-cpu0, diskWriteBytes(pid)-disk0
+	cpu, disk := cpuSeconds(pid)-cpu0, dev.written()-disk0
 	var out result
 	res.fill(&out, l.events)
 	out.diskMBps = disk / res.secs / 1e6
@@ -246,7 +246,7 @@ func (b *bench) fluentBitRow(body []byte) result {
 	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/", true))
 	l := load{addr: addr, uri: "http://" + addr + "/bench", body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	cpu0, disk0 := cpuSeconds(p.pid()), diskWriteBytes(p.pid())
+	cpu0, disk0 := cpuSeconds(p.pid()), b.disk.written()
 	start := time.Now()
 	res := blast(l)
 	// Written end to end: wait until the file stops growing.
@@ -259,7 +259,7 @@ func (b *bench) fluentBitRow(body []byte) result {
 			size, last = st.Size(), time.Now()
 		}
 	}
-	cpu, disk := cpuSeconds(p.pid())-cpu0, diskWriteBytes(p.pid())-disk0
+	cpu, disk := cpuSeconds(p.pid())-cpu0, b.disk.written()-disk0
 	lines := countLines(file)
 	var out result
 	res.fill(&out, l.events)
@@ -302,7 +302,7 @@ func (b *bench) victoriaRow(body []byte) result {
 	check(p.waitHTTP("http://"+addr+"/health", false))
 	l := load{addr: addr, uri: "http://" + addr + "/insert/jsonline?_stream_fields=service,host&_msg_field=msg&_time_field=ts",
 		body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
-	out, res := measure(l, p.pid())
+	out, res := measure(l, p.pid(), b.disk)
 	// It answers before its buffers reach storage: make sure rows did.
 	time.Sleep(2 * time.Second)
 	rows := victoriaRows(addr)

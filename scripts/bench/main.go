@@ -100,7 +100,7 @@ func main() {
 	} else {
 		check(checkPeer("--ingest", bin))
 	}
-	b := &bench{o: o, bin: bin, dir: dir}
+	b := &bench{o: o, bin: bin, dir: dir, disk: deviceHolding(dir)}
 	registerRatios(b)
 	b.header()
 	for round := range o.runs {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var stderr = os.Stderr
@@ -40,27 +42,47 @@ func peakRSSMiB(pid int) float64 {
 	return 0
 }
 
-// diskWriteBytes reads write_bytes of a live process from /proc/PID/io:
-// the bytes it has sent toward storage (a page-cache write counts when it
-// dirties the page). 0 when unreadable.
-func diskWriteBytes(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+// blockDevice counts the bytes written to the block device that holds a
+// directory, as the device's own statistics count them: whoever wrote
+// them, file-system metadata included.
+type blockDevice struct {
+	stat string // /sys/dev/block/MAJ:MIN/stat; "" when there is none (tmpfs, overlay)
+}
+
+func deviceHolding(dir string) blockDevice {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return blockDevice{}
+	}
+	p := fmt.Sprintf("/sys/dev/block/%d:%d/stat", unix.Major(st.Dev), unix.Minor(st.Dev))
+	if _, err := os.Stat(p); err != nil {
+		return blockDevice{}
+	}
+	return blockDevice{p}
+}
+
+// written is the bytes written to the device so far; 0 when unknown.
+func (d blockDevice) written() float64 {
+	if d.stat == "" {
+		return 0
+	}
+	b, err := os.ReadFile(d.stat)
 	if err != nil {
 		return 0
 	}
-	n, _ := ioWriteBytes(string(b))
-	return n
+	n, _ := sectorsWritten(string(b))
+	return n * 512
 }
 
-// ioWriteBytes takes write_bytes from the text of /proc/PID/io.
-func ioWriteBytes(io string) (float64, bool) {
-	for _, line := range strings.Split(io, "\n") {
-		if rest, ok := strings.CutPrefix(line, "write_bytes:"); ok {
-			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return n, err == nil
-		}
+// sectorsWritten takes the sectors written (512 B each, whatever the
+// device's own sector size) from the text of a block device's stat file.
+func sectorsWritten(stat string) (float64, bool) {
+	f := strings.Fields(stat)
+	if len(f) < 7 {
+		return 0, false
 	}
-	return 0, false
+	n, err := strconv.ParseFloat(f[6], 64)
+	return n, err == nil
 }
 
 // proc is a peer or helper process the bench started.
