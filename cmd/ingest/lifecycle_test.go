@@ -310,3 +310,21 @@ func TestRaceBinaryUnderMixedLoad(t *testing.T) {
 		t.Fatalf("exit code %d, want 0", code)
 	}
 }
+
+// TestServerTakesGOMAXPROCSFromItsEnvironment: the bench's cores rows and
+// operators in containers set GOMAXPROCS in the server's environment
+// (ingestexec.ServeEnv); /metrics shows the setting the runtime took.
+func TestServerTakesGOMAXPROCSFromItsEnvironment(t *testing.T) {
+	for _, procs := range []string{"1", "3"} {
+		p, err := ingestexec.ServeEnv(binary, 0, nil, []string{"GOMAXPROCS=" + procs}, "--data-dir", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &server{Process: p, t: t, url: p.URL}
+		_, body := s.get("/metrics")
+		p.Kill()
+		if want := "\ngo_sched_gomaxprocs_threads " + procs + "\n"; !strings.Contains(body, want) {
+			t.Errorf("GOMAXPROCS=%s: /metrics has no %q", procs, strings.TrimSpace(want))
+		}
+	}
+}

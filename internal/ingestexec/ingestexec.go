@@ -90,6 +90,12 @@ type Process struct {
 // With --tls-cert among args the URL is https and the health check does not
 // verify the certificate (only up or not matters here).
 func Serve(bin string, port int, tee *os.File, args ...string) (*Process, error) {
+	return ServeEnv(bin, port, tee, nil, args...)
+}
+
+// ServeEnv is Serve with env (NAME=value) added to the server's
+// environment, for settings that are not flags, such as GOMAXPROCS.
+func ServeEnv(bin string, port int, tee *os.File, env []string, args ...string) (*Process, error) {
 	if port == 0 {
 		var err error
 		if port, err = FreePort(); err != nil {
@@ -103,6 +109,7 @@ func Serve(bin string, port int, tee *os.File, args ...string) (*Process, error)
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	}
 	p.Cmd = Command(bin, append([]string{"serve", "--listen", "127.0.0.1:" + strconv.Itoa(port)}, args...)...)
+	p.Cmd.Env = append(p.Cmd.Env, env...)
 	p.Cmd.Stderr = &p.stderr
 	if tee != nil {
 		p.stderr.tee = tee

@@ -90,7 +90,7 @@ func TestTargetsNameRowsAndRatiosTheBenchMakes(t *testing.T) {
 	for _, name := range []string{"lowcost: ingest --ack wal", "lowcost: ingest --ack wal, gzip", "lowcost: ingest --ack wal, zstd",
 		"lowcost: fluent-bit", "lowcost: victoria-logs", "loadgen: ingest --ack wal, batch 1000", "loadgen: ingest --ack memory, batch 1000",
 		"openloop: ingest --ack wal, batch 1000", "azurite: azblob 4 MiB appends", "azurite: azblob 4 MiB appends, under load", "azurite: ingest --storage, under load",
-		"azurite: ingest --storage, draining"} {
+		"azurite: ingest --storage, draining", coresRow(1), coresRow(2)} {
 		b.rounds[0][name] = full
 		if b.notes == nil {
 			b.notes = map[string]string{}

@@ -19,7 +19,7 @@ func (b *bench) loadGen() {
 			if !b.o.sections["loadgen"] && !(ack == "wal" && batch == b.o.batches[0]) {
 				continue
 			}
-			r := b.loadRun(ack, batch, b.o.concurrency, 0, nil)
+			r := b.loadRun(ack, batch, b.o.concurrency, 0, 0)
 			b.add(fmt.Sprintf("loadgen: ingest --ack %s, batch %d", ack, batch),
 				fmt.Sprintf("load generator, closed loop, %d conns, --event-size %d", b.o.concurrency, b.o.eventSize), r)
 			if ack == "wal" && r.answered > best {
@@ -31,7 +31,7 @@ func (b *bench) loadGen() {
 		return
 	}
 	rate := best / 2
-	r := b.loadRun("wal", bestBatch, b.o.openConns, rate, nil)
+	r := b.loadRun("wal", bestBatch, b.o.openConns, rate, 0)
 	b.add(fmt.Sprintf("openloop: ingest --ack wal, batch %d", bestBatch),
 		fmt.Sprintf("load generator, open loop at half the closed-loop --ack wal rate of the same round (here %.0f events/s), %d conns, after %s at that rate unmeasured; latency from each request's scheduled time", rate, b.o.openConns, openWarmUp), r)
 }
@@ -40,11 +40,36 @@ func (b *bench) loadGen() {
 // before its measured run on the same server.
 const openWarmUp = 3 * time.Second
 
-// loadRun starts a fresh ingest (embedded, or on Azure storage with
-// extra args) and drives it with the load generator; rate 0 is closed loop.
-func (b *bench) loadRun(ack string, batch, conns int, rate float64, extra []string) result {
-	srv, cleanup := b.serveFresh(append([]string{"--ack", ack}, extra...)...)
+// coresRow names the cores section's rows: ingest --ack wal under the
+// load generator with the server's GOMAXPROCS set to procs.
+func coresRow(procs int) string {
+	return fmt.Sprintf("cores: ingest --ack wal, GOMAXPROCS=%d", procs)
+}
+
+// cores runs the closed-loop --ack wal row with the server's GOMAXPROCS
+// at 1, then at 2, one after the other so that both meet the same
+// machine: how much more CPU per event a second core costs.
+func (b *bench) cores() {
+	batch := b.o.batches[0]
+	for _, procs := range []int{1, 2} {
+		r := b.loadRun("wal", batch, b.o.concurrency, 0, procs)
+		b.add(coresRow(procs), fmt.Sprintf("load generator, closed loop, batch %d, %d conns, --event-size %d; the server's GOMAXPROCS=%d", batch, b.o.concurrency, b.o.eventSize, procs), r)
+	}
+}
+
+// loadRun starts a fresh ingest on the embedded store, its GOMAXPROCS
+// set to procs unless 0, and drives it with the load generator; rate 0 is
+// closed loop.
+func (b *bench) loadRun(ack string, batch, conns int, rate float64, procs int) result {
+	var env []string
+	if procs > 0 {
+		env = []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}
+	}
+	srv, cleanup := b.serveFreshEnv(env, "--ack", ack)
 	defer cleanup()
+	if got := metric(srv.URL, "go_sched_gomaxprocs_threads"); procs > 0 && got != float64(procs) {
+		check(fmt.Errorf("the server runs with GOMAXPROCS %g, not the %d asked", got, procs))
+	}
 
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration, cfg.Rate = srv.URL, batch, conns, b.o.duration, rate

@@ -10,10 +10,12 @@
 //   - the load generator (package loadtest, in this process) at each
 //     --batches and --acks, closed loop, then open loop at half the maximum
 //     --ack wal rate just measured, for latency without coordinated omission;
+//   - cores: the closed-loop --ack wal row with the server's GOMAXPROCS at
+//     1 and then 2, for the CPU per event a second core costs;
 //   - Azurite: 4 MiB appends from a plain azblob client, then ingest
 //     --storage into the same Azurite, as MB/s stored;
 //   - physical limits: a bare fasthttp server that reads and discards the
-//     same bodies, and a memcpy of them.
+//     same bodies, a memcpy of them, and the disk's durable write rates.
 //
 // With --runs N every section runs N rounds; a row shows each column's
 // median, and a ratio is the median of the ratios taken within each round.
@@ -49,7 +51,7 @@ type options struct {
 	serveArgs    []string
 }
 
-var allSections = []string{"lowcost", "loadgen", "openloop", "azurite", "limits"}
+var allSections = []string{"lowcost", "loadgen", "openloop", "cores", "azurite", "limits"}
 
 func main() {
 	defer func() {
@@ -110,17 +112,23 @@ func main() {
 	b.print(os.Stdout)
 }
 
-// serve starts ingest with args and the --serve-arg arguments.
-func (b *bench) serve(args ...string) (*ingestexec.Process, error) {
-	return ingestexec.Serve(b.bin, 0, os.Stderr, append(args, b.o.serveArgs...)...)
+// serve starts ingest with env added to its environment, args and the
+// --serve-arg arguments.
+func (b *bench) serve(env []string, args ...string) (*ingestexec.Process, error) {
+	return ingestexec.ServeEnv(b.bin, 0, os.Stderr, env, append(args, b.o.serveArgs...)...)
 }
 
 // serveFresh starts ingest serve on a data directory of its own with
 // warnings only, plus args; cleanup kills it and removes the directory.
 func (b *bench) serveFresh(args ...string) (srv *ingestexec.Process, cleanup func()) {
+	return b.serveFreshEnv(nil, args...)
+}
+
+// serveFreshEnv is serveFresh with env added to the server's environment.
+func (b *bench) serveFreshEnv(env []string, args ...string) (srv *ingestexec.Process, cleanup func()) {
 	data, err := os.MkdirTemp(b.dir, "data-")
 	check(err)
-	srv, err = b.serve(append([]string{"--data-dir", data, "--log-level", "warn"}, args...)...)
+	srv, err = b.serve(env, append([]string{"--data-dir", data, "--log-level", "warn"}, args...)...)
 	if err != nil {
 		os.RemoveAll(data)
 		check(err)
@@ -168,6 +176,9 @@ func (b *bench) round() {
 	}
 	if b.o.sections["loadgen"] || b.o.sections["openloop"] {
 		b.guard("loadgen", b.loadGen)
+	}
+	if b.o.sections["cores"] {
+		b.guard("cores", b.cores)
 	}
 	if b.o.sections["azurite"] {
 		b.guard("azurite", b.azurite)

@@ -53,6 +53,7 @@ type ratio struct {
 
 func mbpsOf(r result) float64     { return r.mbps }
 func diskMBpsOf(r result) float64 { return r.diskMBps }
+func cpuPerMOf(r result) float64  { return r.cpuPerM }
 
 func (b *bench) add(name, note string, r result) {
 	if b.notes == nil {
@@ -77,6 +78,7 @@ func registerRatios(b *bench) {
 		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", nil},
 		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", nil},
 		{"ingest --ack wal's disk writes (low-cost client) / the disk, both at once (MB/s)", "lowcost: ingest --ack wal", diskBothRow, diskMBpsOf},
+		{coresRatio, coresRow(2), coresRow(1), cpuPerMOf},
 	}
 }
 
@@ -186,6 +188,9 @@ func (b *bench) medianRatio(ra ratio) (float64, []float64) {
 	return median(v), v
 }
 
+// coresRatio is the CPU per event of the server at GOMAXPROCS=2 over 1.
+const coresRatio = "ingest --ack wal at GOMAXPROCS=2 / 1 (CPU-s per million events)"
+
 // target is one of the performance goals, checked on the medians.
 type target struct {
 	what string
@@ -205,6 +210,7 @@ var targets = []target{
 	{"load generator --ack memory, CPU per million events", rowCol("loadgen: ingest --ack memory, batch 1000", func(r result) float64 { return r.cpuPerM }), 0.8, true, "CPU-s"},
 	{"open loop at half the maximum, p99", rowCol("openloop: ingest --ack wal, batch 1000", func(r result) float64 { return r.p99 }), 20, true, "ms"},
 	{"open loop at half the maximum, p99.9", rowCol("openloop: ingest --ack wal, batch 1000", func(r result) float64 { return r.p999 }), 50, true, "ms"},
+	{"scales with cores: CPU per event, 2 procs / 1", ratioOf(coresRatio), 1.1, true, "x"},
 	{"Azurite, under load, ingest / raw appends", ratioOf("ingest --storage under load / azblob 4 MiB appends under the same load (MB/s)"), 0.9, false, "x"},
 	{"Azurite, draining, ingest / raw appends", ratioOf("ingest --storage draining / azblob 4 MiB appends (MB/s)"), 0.9, false, "x"},
 }
