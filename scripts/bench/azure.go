@@ -19,10 +19,17 @@ import (
 	"ingest/loadtest"
 )
 
-// azurite is the row pairs on one Azurite, as MB/s of log bytes stored:
-// a plain azblob client appending 4 MiB blocks against ingest --storage
-// draining its buffer with no client, and the same plain client against
-// ingest --storage fed by the load generator, both under the same load.
+// azurite is the row pairs, as MB/s of log bytes stored: ingest --storage
+// fed by the load generator and then draining its buffer with no client,
+// against a plain azblob client appending 4 MiB blocks under the same load
+// and then alone.
+//
+// Each side has an Azurite of its own, fresh, and goes through the same
+// sequence: Azurite grows dearer per GB the more it has taken since it
+// started (its in-memory store: 15 CPU-s per GB of plain appends in its
+// first 1.5 GB, 18 past 2 GB, deleted containers or not), so rows run one
+// after another on one Azurite would charge the earlier rows' bytes to the
+// later ones.
 //
 // Under load the two cores are shared by Azurite (CPU-bound on one core),
 // the load generator and the server taking the events in. Comparing ingest
@@ -33,33 +40,35 @@ import (
 // intake work, its lines written to files): the only difference left is
 // who uploads to Azurite.
 func (b *bench) azurite() {
+	load, drain, drainTime, ok := b.ingestAzure()
+	if !ok {
+		return
+	}
+	rawLoad, raw := b.rawAzure(load.answered, drainTime)
+	b.add("azurite: azblob 4 MiB appends", fmt.Sprintf("a plain azblob client, %d blobs at once, alone on the machine right after its row under load, for as long as ingest drained; Azurite %s in memory, fresh for each side", b.o.azWriters, "3.37.0"), raw)
+	b.add("azurite: ingest --storage, draining", "the same server right after the load: MB/s of lines appended while it empties its buffer with no client", drain)
+	b.add("azurite: azblob 4 MiB appends, under load", fmt.Sprintf("the plain client while the load generator (open loop at the events/s of the next row, batch 1000) feeds ingest --ack wal on the embedded store; MB/s appended from %s after the load starts for %s", settleTime, b.o.duration), rawLoad)
+	b.add("azurite: ingest --storage, under load", fmt.Sprintf("load generator (closed loop, batch 1000, %d conns) into ingest --ack wal --storage on its own Azurite; MB/s of lines appended (ingest_blob_appended_bytes_total) and events/s taken from %s after the load starts (its buffer full) to its end; latency over the whole load", b.o.concurrency, settleTime), load)
+}
+
+// freshAzurite starts an Azurite for one side of the rows, and a function
+// that prints its CPU seconds per GB stored since the last call: whether
+// a side makes it work harder for the same bytes (more requests, smaller
+// blocks). ok is false, with the reason printed, when Azurite cannot start.
+func freshAzurite() (az *azurite.Server, perGB func(what string, stored float64), ok bool) {
 	az, err := azurite.Start()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: skipping the Azurite rows: %v\n", err)
-		return
+		return nil, nil, false
 	}
-	defer az.Stop()
-	conn := az.ConnString()
-	// Azurite's own CPU per GB stored says whether ingest makes it work
-	// harder for the same bytes (more requests, smaller blocks).
 	cpu0 := cpuSeconds(az.PID())
-	perGB := func(what string, stored float64) {
+	return az, func(what string, stored float64) {
 		cpu := cpuSeconds(az.PID())
 		if stored > 0 {
 			fmt.Fprintf(stderr, "bench:     Azurite CPU %.2f s per GB stored (%s)\n", (cpu-cpu0)/(stored/1e9), what)
 		}
 		cpu0 = cpu
-	}
-	raw := b.rawAppends(conn, "bench-raw", b.o.duration)
-	perGB("raw appends", raw.stored)
-	b.add("azurite: azblob 4 MiB appends", fmt.Sprintf("a plain azblob client, %d blobs at once, Azurite %s in memory", b.o.azWriters, "3.37.0"), raw)
-	load, drain := b.ingestAzure(conn)
-	perGB("ingest, under load and draining", load.stored+drain.stored)
-	b.add("azurite: ingest --storage, draining", "the same server right after the load: MB/s of lines appended while it empties its buffer with no client", drain)
-	rawLoad := b.rawAppendsUnderLoad(conn, load.answered)
-	perGB("raw appends under load", rawLoad.stored)
-	b.add("azurite: azblob 4 MiB appends, under load", fmt.Sprintf("the plain client while the load generator (open loop at the events/s of the next row, batch 1000) feeds ingest --ack wal on the embedded store; MB/s appended from %s after the load starts for %s", settleTime, b.o.duration), rawLoad)
-	b.add("azurite: ingest --storage, under load", fmt.Sprintf("load generator (closed loop, batch 1000, %d conns) into ingest --ack wal --storage on the same Azurite; MB/s of lines appended (ingest_blob_appended_bytes_total) and events/s taken from %s after the load starts (its buffer full) to its end; latency over the whole load", b.o.concurrency, settleTime), load)
+	}, true
 }
 
 // rawAppends appends 4 MiB blocks to --azurite-writers blobs at once in
@@ -102,14 +111,21 @@ func (b *bench) rawAppends(conn, cont string, d time.Duration) result {
 	return result{mbps: float64(stored.Load()) / secs / 1e6, stored: float64(stored.Load())}
 }
 
-// rawAppendsUnderLoad is rawAppends while the load generator sends
-// rate events/s, open loop, to a fresh ingest --ack wal on the embedded
-// store: the load ingest --storage took in under load, with the same
-// intake work, but its lines written to files instead of Azurite.
-func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
+// rawAzure is the plain client's side on an Azurite of its own: first
+// rawAppends while the load generator sends rate events/s, open loop, to a
+// fresh ingest --ack wal on the embedded store (the load ingest --storage
+// took in under load, with the same intake work, but its lines written to
+// files instead of Azurite), then rawAppends alone for as long as ingest
+// took to drain, as ingest's drain followed its load.
+func (b *bench) rawAzure(rate float64, alone time.Duration) (underLoad, raw result) {
 	if rate <= 0 {
 		check(fmt.Errorf("cannot run the plain client under load: ingest --storage took no events under load"))
 	}
+	az, perGB, ok := freshAzurite()
+	if !ok {
+		check(fmt.Errorf("cannot start the plain client's Azurite"))
+	}
+	defer az.Stop()
 	srv, cleanup := b.serveFresh("--ack", "wal")
 	defer cleanup()
 	cfg := loadtest.DefaultConfig()
@@ -123,10 +139,14 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 		rep, err = loadtest.Run(context.Background(), cfg, nil)
 		done <- err
 	}()
-	time.Sleep(settleTime)
-	out := b.rawAppends(conn, "bench-raw-load", b.o.duration)
+	// What the plain client stores while the load settles is not in the
+	// row, but Azurite has taken it, as it took ingest's fill.
+	settle := b.rawAppends(az.ConnString(), "bench-raw-settle", settleTime)
+	perGB("raw appends while the load settles", settle.stored)
+	underLoad = b.rawAppends(az.ConnString(), "bench-raw-load", b.o.duration)
+	perGB("raw appends under load", underLoad.stored)
 	check(<-done)
-	out.answered = rep.EventsPerSec
+	underLoad.answered = rep.EventsPerSec
 	fmt.Fprintf(stderr, "bench:     load beside the plain client: %.0f events/s asked, %.0f answered\n", rate, rep.EventsPerSec)
 	if rep.EventsPerSec < 0.95*rate {
 		// The machine could not generate the load: the plain client had
@@ -136,7 +156,9 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 	}
 	_, err := srv.Stop(time.Minute)
 	check(err)
-	return out
+	raw = b.rawAppends(az.ConnString(), "bench-raw", alone)
+	perGB("raw appends alone", raw.stored)
+	return underLoad, raw
 }
 
 // settleTime is how long the load runs before either under-load row is
@@ -151,14 +173,20 @@ func (b *bench) rawAppendsUnderLoad(conn string, rate float64) result {
 // its own first, slower second.
 const settleTime = 5 * time.Second
 
-// ingestAzure drives ingest --storage with the load generator, closed
-// loop, and reads how fast its sink appended from the server's metrics:
-// under load (from settleTime to the end of the load; the client and the
-// server's intake share the cores with Azurite), then while it drains
-// what it buffered with no client (the sink alone against Azurite, as the
-// plain client was).
-func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
-	srv, cleanup := b.serveFresh("--storage", conn, "--container", "bench-ingest", "--ack", "wal")
+// ingestAzure is ingest's side on an Azurite of its own: it drives
+// ingest --storage with the load generator, closed loop, and reads how fast
+// its sink appended from the server's metrics: under load (from settleTime
+// to the end of the load; the client and the server's intake share the
+// cores with Azurite), then while it drains what it buffered with no
+// client (the sink alone against Azurite), for drainTime. ok is false when
+// Azurite cannot start.
+func (b *bench) ingestAzure() (underLoad, drain result, drainTime time.Duration, ok bool) {
+	az, perGB, ok := freshAzurite()
+	if !ok {
+		return result{}, result{}, 0, false
+	}
+	defer az.Stop()
+	srv, cleanup := b.serveFresh("--storage", az.ConnString(), "--container", "bench-ingest", "--ack", "wal")
 	defer cleanup()
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Duration = srv.URL, 1000, b.o.concurrency, settleTime+b.o.duration
@@ -206,11 +234,13 @@ func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 			last = sample{time.Now(), v}
 		}
 	}
-	if last.t.After(loadEnd.t) {
-		drain.mbps = (last.v - loadEnd.v) / last.t.Sub(loadEnd.t).Seconds() / 1e6
+	drainTime = last.t.Sub(loadEnd.t)
+	if drainTime > 0 {
+		drain.mbps = (last.v - loadEnd.v) / drainTime.Seconds() / 1e6
 	}
 	drain.stored = last.v - loadEnd.v
-	fmt.Fprintf(stderr, "bench:     drained %.0f MB in %.1f s\n", (last.v-loadEnd.v)/1e6, last.t.Sub(loadEnd.t).Seconds())
+	fmt.Fprintf(stderr, "bench:     drained %.0f MB in %.1f s\n", drain.stored/1e6, drainTime.Seconds())
+	perGB("ingest, under load and draining", last.v)
 	// The requests Azurite served for those bytes: each costs it a few ms
 	// of CPU besides the bytes themselves.
 	if gb := last.v / 1e9; gb > 0 {
@@ -221,7 +251,9 @@ func (b *bench) ingestAzure(conn string) (underLoad, drain result) {
 
 	_, err = srv.Stop(2 * time.Minute)
 	check(err)
-	return underLoad, drain
+	// A drain too short to time (the sink kept up with the load) still
+	// leaves the plain client a window of its own.
+	return underLoad, drain, max(drainTime, 2*time.Second), true
 }
 
 type sample struct {

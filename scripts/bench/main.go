@@ -12,8 +12,8 @@
 //     --ack wal rate just measured, for latency without coordinated omission;
 //   - cores: the closed-loop --ack wal row with the server's GOMAXPROCS at
 //     1 and then 2, for the CPU per event a second core costs;
-//   - Azurite: 4 MiB appends from a plain azblob client, then ingest
-//     --storage into the same Azurite, as MB/s stored;
+//   - Azurite: ingest --storage, then 4 MiB appends from a plain azblob
+//     client, each on a fresh Azurite, as MB/s stored;
 //   - physical limits: a bare fasthttp server that reads and discards the
 //     same bodies, a memcpy of them, and the disk's durable write rates.
 //
