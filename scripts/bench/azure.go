@@ -27,7 +27,7 @@ import (
 // Each side has an Azurite of its own, fresh, and goes through the same
 // sequence: Azurite grows dearer per GB the more it has taken since it
 // started (its in-memory store: 15 CPU-s per GB of plain appends in its
-// first 1.8 GB or so, 18 after, deleted containers or not), so rows run one
+// first 1-2 GB, 18 after, deleted containers or not), so rows run one
 // after another on one Azurite would charge the earlier rows' bytes to the
 // later ones.
 //
