@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,53 @@ func TestConnectionAbuse(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("slowloris connection %d still open long after --read-timeout", i)
 		}
+	}
+}
+
+// A client that sends its whole body before reading the answer (as
+// Python's urllib does) gets the 413 for a body far over --max-body-bytes,
+// declared or chunked, not a reset connection: the server answers with
+// Connection: close, half-closes, and reads and drops the rest of the body.
+// Closing with the body unread made the kernel reset the connection, and
+// the reset discarded the answer waiting in the client's socket.
+func TestFarOversizedBodyGets413NotReset(t *testing.T) {
+	f := newTCPFixture(t, Config{MaxBodyBytes: 64 << 10, MaxDecompressedBytes: 1 << 20, MaxInflightBytes: 8 << 20, ReadTimeout: 30 * time.Second}, buffer.Config{})
+	line := []byte(`{"msg":"far over the limit"}` + "\n")
+	body := bytes.Repeat(line, (16<<20)/len(line)) // 16 MiB: 256x the limit, more than the sockets buffer
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			c, err := net.Dial("tcp", f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			w := bufio.NewWriterSize(c, 64<<10)
+			if chunked {
+				fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n")
+				for rest := body; len(rest) > 0; {
+					n := min(len(rest), 64<<10)
+					fmt.Fprintf(w, "%x\r\n", n)
+					w.Write(rest[:n])
+					w.WriteString("\r\n")
+					rest = rest[n:]
+				}
+				w.WriteString("0\r\n\r\n")
+			} else {
+				fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", len(body))
+				w.Write(body)
+			}
+			if err := w.Flush(); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("reading the answer after sending the body: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 413 || !strings.Contains(string(b), "max-body-bytes") || !resp.Close {
+				t.Fatalf("answer %d (Connection: close %v) %s, want 413 naming --max-body-bytes, closing the connection", resp.StatusCode, resp.Close, b)
+			}
+		})
 	}
 }

@@ -130,6 +130,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 // tells its format.
 func (s *Server) receive(ctx *fasthttp.RequestCtx, st *reqState, held *int64, logins bool) ([]byte, intake.Format, error) {
 	if n := int64(ctx.Request.Header.ContentLength()); n > s.cfg.MaxBodyBytes {
+		s.answerThenLinger(ctx)
 		return nil, 0, httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept a body of %d bytes: it is over --max-body-bytes (%d)", n, s.cfg.MaxBodyBytes)
 	}
 	body, err := s.readBody(ctx, st, held)
@@ -226,12 +227,6 @@ func (s *Server) reserve(ctx context.Context, held *int64, n int64) error {
 	return nil
 }
 
-// drainBytes is how much of a body over --max-body-bytes is read and
-// dropped before the 413, so that a client a little over the limit gets
-// the answer; a larger one finds the connection closed (as from Go's
-// net/http server, which reads 256 KiB).
-const drainBytes = 256 << 10
-
 // readBody reads the request body under --max-body-bytes, reserving
 // --max-inflight-bytes a step at a time for bytes that have arrived. The
 // buffer grows as the body does: a declared Content-Length is a limit to
@@ -244,10 +239,7 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *reqState, held *int64) (
 		return body, s.reserve(ctx, held, int64(len(body)))
 	}
 	tooLarge := func() error {
-		// Read and drop the rest of a modest overrun first: closing with
-		// the client's bytes unread resets the connection, and a client
-		// still writing them then meets a write error instead of the 413.
-		_, _ = io.CopyN(io.Discard, r, drainBytes)
+		s.answerThenLinger(ctx)
 		return httperr.New(fasthttp.StatusRequestEntityTooLarge, "cannot accept the body: it is over --max-body-bytes (%d)", limit)
 	}
 	declared := ctx.Request.Header.ContentLength()

@@ -130,6 +130,9 @@ type Server struct {
 	routes   routes
 	ln       net.Listener
 	tail     tailHub
+	// lingering counts connections reading and dropping the rest of a
+	// refused body (linger.go).
+	lingering atomic.Int32
 }
 
 // New builds the server; Serve starts it.
