@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -112,6 +113,15 @@ func (c *perIPConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.ip) })
 	return err
+}
+
+// CloseWrite half-closes the wrapped connection when it can: the lingering
+// close after a refused body (linger.go) needs it through this wrapper.
+func (c *perIPConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // tooManyConnsResponse is the answer to a plain-HTTP connection past

@@ -167,3 +167,35 @@ func TestPerIPConnCloseWhileReading(t *testing.T) {
 		}
 	}
 }
+
+// The lingering close after a refused body half-closes the connection
+// through the wrapper: the client reads what was written, then end of
+// stream, while its own writes still reach the server.
+func TestPerIPConnCloseWrite(t *testing.T) {
+	r := newPerIPRig(t, 1)
+	client, server, accepted := r.dial(t, "127.0.0.2")
+	if !accepted {
+		t.Fatal("the only connection was refused")
+	}
+	cw, ok := server.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatalf("%T has no CloseWrite", server)
+	}
+	server.Write([]byte("answer"))
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(client)
+	if err != nil || string(got) != "answer" {
+		t.Fatalf("client read %q, %v; want the answer, then end of stream", got, err)
+	}
+	if _, err := client.Write([]byte("rest")); err != nil {
+		t.Fatal(err)
+	}
+	server.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(server, buf); err != nil || string(buf) != "rest" {
+		t.Fatalf("server read %q, %v after its half-close; want the client's bytes", buf, err)
+	}
+}
