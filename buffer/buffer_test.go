@@ -737,6 +737,27 @@ func TestChunkGrowsInFewCopies(t *testing.T) {
 	}
 }
 
+// TestSpareChunksHoldAJoinedFlush: a stream keeps as many flushed chunks
+// as one joined flush gives back, and spareBytes' worth otherwise.
+func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
+	for _, c := range []struct {
+		chunk int64
+		join  int
+		want  int
+	}{
+		{4 << 20, 0, 8},   // the default chunk, no joins: spareBytes of them
+		{4 << 20, 16, 16}, // the logs stream: a whole 16-chunk join
+		{4 << 20, 4, 8},   // a smaller join fits in spareBytes anyway
+		{8 << 20, 0, 4},   // the login stream's chunks
+		{64 << 20, 0, 1},  // a chunk larger than spareBytes: still one
+		{64 << 20, 2, 2},  // ... and a join of them
+	} {
+		if got := spareChunks(c.chunk, c.join); got != c.want {
+			t.Errorf("spareChunks(%d, %d) = %d, want %d", c.chunk, c.join, got, c.want)
+		}
+	}
+}
+
 // TestFlushJoinTakesWaitingChunks: with FlushJoin, a flush that starts
 // with several chunks waiting takes up to FlushJoin x FlushBytes of them,
 // as separate pieces; without it every flush is one chunk.

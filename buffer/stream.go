@@ -108,7 +108,7 @@ func newStreams(defs []StreamDef, cfg *Config) ([]*stream, error) {
 		names[d.Name] = true
 		d.FlushBytes = chunkBytes(cfg, d.FlushBytes)
 		d.FlushAge = flushAge(cfg, d.FlushAge)
-		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16), spare: make(chan []byte, spareChunks(d.FlushBytes))}
+		streams[i] = &stream{StreamDef: d, queue: make(chan *keyBuf, 1<<16), spare: make(chan []byte, spareChunks(d.FlushBytes, d.FlushJoin))}
 	}
 	return streams, nil
 }
