@@ -389,9 +389,10 @@ const spareBytes = 32 << 20
 // for the logs at the default --flush-bytes). Clients refused under a
 // slow sink pause for their Retry-After, flushes join meanwhile, and
 // when the clients come back their batches fill new chunks: with only 8
-// spares, half of a 16-chunk join was garbage and the rest came from
-// fresh memory, whose page faults land on the log's writer goroutine
-// (batches are copied into chunks in the records' onDurable callbacks).
+// spares, half of a 16-chunk join went to the garbage collector and the
+// new chunks past the 8 came from fresh memory, whose page faults land
+// on the log's writer goroutine (batches are copied into chunks in the
+// records' onDurable callbacks).
 // Under the load generator into Azurite, 6 of 29 runs saw 10,000-25,000
 // faults in 8 s with 8 spares; with 16 or 24, none of 18 passed 3,200.
 func spareChunks(chunkBytes int64, join int) int {
