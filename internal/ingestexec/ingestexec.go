@@ -217,6 +217,20 @@ func CPUSeconds(pid int) (float64, error) {
 	return s, nil
 }
 
+// ThreadCPUSeconds is CPUSeconds for one thread tid of process pid (its
+// main thread when tid is pid), from /proc/PID/task/TID/stat.
+func ThreadCPUSeconds(pid, tid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return 0, err
+	}
+	s, err := statCPUSeconds(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the CPU time of thread %d of process %d: %w", tid, pid, err)
+	}
+	return s, nil
+}
+
 // statCPUSeconds takes utime+stime, in seconds, from a /proc/PID/stat line.
 func statCPUSeconds(stat string) (float64, error) {
 	// The command name, in parentheses, may hold spaces and parentheses:

@@ -1,9 +1,13 @@
 package ingestexec
 
 import (
+	"errors"
 	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestStatCPUSeconds(t *testing.T) {
@@ -47,5 +51,81 @@ func TestCPUSeconds(t *testing.T) {
 	}
 	if _, err := CPUSeconds(-1); err == nil {
 		t.Fatal("no error for a process that does not exist")
+	}
+}
+
+// A thread that burns CPU shows it in ThreadCPUSeconds, as the kernel's
+// own count for that thread (getrusage) does, and an idle thread of the
+// same process does not.
+func TestThreadCPUSeconds(t *testing.T) {
+	pid := os.Getpid()
+	// threadCPU runs f on a thread of its own and returns what
+	// ThreadCPUSeconds counted for that thread meanwhile.
+	threadCPU := func(f func() error) (float64, error) {
+		type reading struct {
+			secs float64
+			err  error
+		}
+		done := make(chan reading)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			tid := unix.Gettid()
+			before, err := ThreadCPUSeconds(pid, tid)
+			if err == nil {
+				err = f()
+			}
+			after, err2 := ThreadCPUSeconds(pid, tid)
+			done <- reading{after - before, errors.Join(err, err2)}
+		}()
+		r := <-done
+		return r.secs, r.err
+	}
+	burnStarted, burnDone := make(chan struct{}), make(chan struct{})
+	idleErr := make(chan error, 1)
+	var idle float64
+	go func() {
+		var err error
+		idle, err = threadCPU(func() error {
+			close(burnStarted)
+			<-burnDone
+			return nil
+		})
+		idleErr <- err
+	}()
+	<-burnStarted
+	busy, err := threadCPU(func() error {
+		used := func() (float64, error) {
+			var ru unix.Rusage
+			err := unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+			return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6, err
+		}
+		start, err := used()
+		for x := 0; err == nil; x++ { // until the kernel has counted 0.3 s more for this thread
+			if x%(1<<20) != 0 {
+				continue
+			}
+			var now float64
+			if now, err = used(); now-start >= 0.3 {
+				break
+			}
+		}
+		return err
+	})
+	close(burnDone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-idleErr; err != nil {
+		t.Fatal(err)
+	}
+	if busy < 0.2 {
+		t.Errorf("ThreadCPUSeconds counted %.2f s for a thread that used at least 0.3 s", busy)
+	}
+	if idle > 0.1 {
+		t.Errorf("ThreadCPUSeconds counted %.2f s for a thread that waited while another used 0.3 s", idle)
+	}
+	if _, err := ThreadCPUSeconds(pid, 1<<30); err == nil {
+		t.Error("ThreadCPUSeconds of a thread that does not exist: want an error")
 	}
 }
