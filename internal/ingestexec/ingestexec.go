@@ -206,27 +206,23 @@ func (p *Process) OpenFiles() (int, error) {
 // CPUSeconds is the CPU time (user and system) process pid has used so
 // far, from /proc/PID/stat in clock ticks of 1/100 s.
 func CPUSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s, err := statCPUSeconds(string(b))
-	if err != nil {
-		return 0, fmt.Errorf("cannot read the CPU time of process %d: %w", pid, err)
-	}
-	return s, nil
+	return statFileCPUSeconds(fmt.Sprintf("/proc/%d/stat", pid), fmt.Sprintf("process %d", pid))
 }
 
 // ThreadCPUSeconds is CPUSeconds for one thread tid of process pid (its
 // main thread when tid is pid), from /proc/PID/task/TID/stat.
 func ThreadCPUSeconds(pid, tid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	return statFileCPUSeconds(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid), fmt.Sprintf("thread %d of process %d", tid, pid))
+}
+
+func statFileCPUSeconds(path, what string) (float64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	s, err := statCPUSeconds(string(b))
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the CPU time of thread %d of process %d: %w", tid, pid, err)
+		return 0, fmt.Errorf("cannot read the CPU time of %s: %w", what, err)
 	}
 	return s, nil
 }
