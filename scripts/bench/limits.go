@@ -134,8 +134,8 @@ func newOverwriter(dir string) (*diskWriter, error) {
 }
 
 // diskRate makes one writer of each kind in dir and runs them at once for
-// d, none more than appendSize bytes ahead of another, then removes their
-// files. The result's diskMBps is the bytes of all of them per second.
+// d, none more than appendSize bytes ahead of another (no writer's step
+// is larger), then removes their files. The result's diskMBps is the bytes of all of them per second.
 func diskRate(dir string, d time.Duration, kinds ...func(string) (*diskWriter, error)) (result, error) {
 	var ws []*diskWriter
 	defer func() {
@@ -158,9 +158,12 @@ func diskRate(dir string, d time.Duration, kinds ...func(string) (*diskWriter, e
 		stop     bool
 		firstErr error
 	)
+	// ahead tells writer i to wait while its next step would take it more
+	// than appendSize past another. The others' steps meanwhile only
+	// shrink its lead, so the bound holds while they write at once.
 	ahead := func(i int) bool { // with mu held
 		for _, n := range written {
-			if written[i]-n >= appendSize {
+			if written[i]+ws[i].size-n > appendSize {
 				return true
 			}
 		}
