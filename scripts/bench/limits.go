@@ -135,7 +135,8 @@ func newOverwriter(dir string) (*diskWriter, error) {
 
 // diskRate makes one writer of each kind in dir and runs them at once for
 // d, none more than appendSize bytes ahead of another (no writer's step
-// is larger), then removes their files. The result's diskMBps is the bytes of all of them per second.
+// is larger), then removes their files. The result's diskMBps is the
+// bytes of all of them per second.
 func diskRate(dir string, d time.Duration, kinds ...func(string) (*diskWriter, error)) (result, error) {
 	var ws []*diskWriter
 	defer func() {
