@@ -206,49 +206,62 @@ func (p *Process) OpenFiles() (int, error) {
 // CPUSeconds is the CPU time (user and system) process pid has used so
 // far, from /proc/PID/stat in clock ticks of 1/100 s.
 func CPUSeconds(pid int) (float64, error) {
-	return statFileCPUSeconds(fmt.Sprintf("/proc/%d/stat", pid), fmt.Sprintf("process %d", pid))
+	u, err := readUsage(fmt.Sprintf("/proc/%d/stat", pid), fmt.Sprintf("process %d", pid))
+	return u.CPU(), err
 }
 
-// ThreadCPUSeconds is CPUSeconds for one thread tid of process pid (its
-// main thread when tid is pid), from /proc/PID/task/TID/stat.
-func ThreadCPUSeconds(pid, tid int) (float64, error) {
-	return statFileCPUSeconds(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid), fmt.Sprintf("thread %d of process %d", tid, pid))
+// Usage is what the kernel has counted of a thread's or a process's work
+// so far.
+type Usage struct {
+	User, System float64 // CPU seconds in user space and in the kernel
+	// MinorFaults are page faults served without I/O: for a process that
+	// keeps what it receives in memory, one per page of it touched first.
+	MinorFaults int64
 }
 
-func statFileCPUSeconds(path, what string) (float64, error) {
+// CPU is the user and system time together.
+func (u Usage) CPU() float64 { return u.User + u.System }
+
+// ThreadUsage is the Usage of one thread tid of process pid (its main
+// thread when tid is pid), from /proc/PID/task/TID/stat.
+func ThreadUsage(pid, tid int) (Usage, error) {
+	return readUsage(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid), fmt.Sprintf("thread %d of process %d", tid, pid))
+}
+
+func readUsage(path, what string) (Usage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return Usage{}, err
 	}
-	s, err := statCPUSeconds(string(b))
+	u, err := parseStat(string(b))
 	if err != nil {
-		return 0, fmt.Errorf("cannot read the CPU time of %s: %w", what, err)
+		return Usage{}, fmt.Errorf("cannot read the CPU time of %s: %w", what, err)
 	}
-	return s, nil
+	return u, nil
 }
 
-// statCPUSeconds takes utime+stime, in seconds, from a /proc/PID/stat line.
-func statCPUSeconds(stat string) (float64, error) {
+// parseStat takes minflt, utime and stime (in seconds) from a
+// /proc/PID/stat line.
+func parseStat(stat string) (Usage, error) {
 	// The command name, in parentheses, may hold spaces and parentheses:
-	// count fields after the last ')'. utime and stime are the 14th and
-	// 15th fields.
+	// count fields after the last ')'. minflt, utime and stime are the
+	// 10th, 14th and 15th fields.
 	i := strings.LastIndex(stat, ") ")
 	if i < 0 {
-		return 0, errors.New("no command name in /proc/PID/stat")
+		return Usage{}, errors.New("no command name in /proc/PID/stat")
 	}
 	f := strings.Fields(stat[i+2:])
 	if len(f) < 13 {
-		return 0, errors.New("short /proc/PID/stat")
+		return Usage{}, errors.New("short /proc/PID/stat")
 	}
-	var ticks float64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, err
+	var n [3]int64
+	for j, v := range []string{f[7], f[11], f[12]} {
+		var err error
+		if n[j], err = strconv.ParseInt(v, 10, 64); err != nil {
+			return Usage{}, err
 		}
-		ticks += n
 	}
-	return ticks / 100, nil
+	return Usage{MinorFaults: n[0], User: float64(n[1]) / 100, System: float64(n[2]) / 100}, nil
 }
 
 // FreePort returns a TCP port free on 127.0.0.1 at the time of the call.

@@ -10,22 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestStatCPUSeconds(t *testing.T) {
+func TestParseStat(t *testing.T) {
 	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
 	for _, c := range []struct {
 		stat string
-		want float64
+		want Usage
 		ok   bool
 	}{
-		{"4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0", 3.25, true},
-		{"17 (ingest) R 1 17 17 0 -1 4194560 9 0 0 0 1 2 0 0 20 0 9 0", 0.03, true},
-		{"garbage", 0, false},
-		{"17 (ingest) R 1 17", 0, false},
-		{"17 (ingest) R 1 17 17 0 -1 4194560 9 0 0 0 x 2 0 0 20 0 9 0", 0, false},
+		{"4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 9 0", Usage{User: 2.5, System: 0.75, MinorFaults: 100}, true},
+		{"17 (ingest) R 1 17 17 0 -1 4194560 9 3 0 0 1 2 0 0 20 0 9 0", Usage{User: 0.01, System: 0.02, MinorFaults: 9}, true},
+		{"garbage", Usage{}, false},
+		{"17 (ingest) R 1 17", Usage{}, false},
+		{"17 (ingest) R 1 17 17 0 -1 4194560 9 0 0 0 x 2 0 0 20 0 9 0", Usage{}, false},
+		{"17 (ingest) R 1 17 17 0 -1 4194560 y 0 0 0 1 2 0 0 20 0 9 0", Usage{}, false},
 	} {
-		got, err := statCPUSeconds(c.stat)
+		got, err := parseStat(c.stat)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("statCPUSeconds(%q) = %v, %v; want %v, ok %v", c.stat, got, err, c.want, c.ok)
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, ok %v", c.stat, got, err, c.want, c.ok)
 		}
 	}
 }
@@ -54,39 +55,40 @@ func TestCPUSeconds(t *testing.T) {
 	}
 }
 
-// A thread that burns CPU shows it in ThreadCPUSeconds, as the kernel's
-// own count for that thread (getrusage) does, and an idle thread of the
-// same process does not.
-func TestThreadCPUSeconds(t *testing.T) {
+// A thread that burns CPU and touches fresh memory shows both in
+// ThreadUsage, as the kernel's own count for that thread (getrusage) does,
+// and an idle thread of the same process shows neither.
+func TestThreadUsage(t *testing.T) {
 	pid := os.Getpid()
-	// threadCPU runs f on a thread of its own and returns what
-	// ThreadCPUSeconds counted for that thread meanwhile.
-	threadCPU := func(f func() error) (float64, error) {
+	// threadUsage runs f on a thread of its own and returns what
+	// ThreadUsage counted for that thread meanwhile.
+	threadUsage := func(f func() error) (Usage, error) {
 		type reading struct {
-			secs float64
-			err  error
+			u   Usage
+			err error
 		}
 		done := make(chan reading)
 		go func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			tid := unix.Gettid()
-			before, err := ThreadCPUSeconds(pid, tid)
+			before, err := ThreadUsage(pid, tid)
 			if err == nil {
 				err = f()
 			}
-			after, err2 := ThreadCPUSeconds(pid, tid)
-			done <- reading{after - before, errors.Join(err, err2)}
+			after, err2 := ThreadUsage(pid, tid)
+			done <- reading{Usage{after.User - before.User, after.System - before.System, after.MinorFaults - before.MinorFaults}, errors.Join(err, err2)}
 		}()
 		r := <-done
-		return r.secs, r.err
+		return r.u, r.err
 	}
+	const pages = 4096 // touched once each by the busy thread
 	burnStarted, burnDone := make(chan struct{}), make(chan struct{})
 	idleErr := make(chan error, 1)
-	var idle float64
+	var idle Usage
 	go func() {
 		var err error
-		idle, err = threadCPU(func() error {
+		idle, err = threadUsage(func() error {
 			close(burnStarted)
 			<-burnDone
 			return nil
@@ -94,7 +96,7 @@ func TestThreadCPUSeconds(t *testing.T) {
 		idleErr <- err
 	}()
 	<-burnStarted
-	busy, err := threadCPU(func() error {
+	busy, err := threadUsage(func() error {
 		used := func() (float64, error) {
 			var ru unix.Rusage
 			err := unix.Getrusage(unix.RUSAGE_THREAD, &ru)
@@ -110,7 +112,23 @@ func TestThreadCPUSeconds(t *testing.T) {
 				break
 			}
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		size := pages * os.Getpagesize()
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			return err
+		}
+		defer unix.Munmap(mem)
+		// One fault per page, even where transparent huge pages are on.
+		if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
+			return err
+		}
+		for i := 0; i < size; i += os.Getpagesize() {
+			mem[i] = 1
+		}
+		return nil
 	})
 	close(burnDone)
 	if err != nil {
@@ -119,13 +137,17 @@ func TestThreadCPUSeconds(t *testing.T) {
 	if err := <-idleErr; err != nil {
 		t.Fatal(err)
 	}
-	if busy < 0.2 {
-		t.Errorf("ThreadCPUSeconds counted %.2f s for a thread that used at least 0.3 s", busy)
+	// The loop runs in user space: its time is User, not System.
+	if busy.User < 0.2 {
+		t.Errorf("ThreadUsage counted %.2f s of user time for a thread that spun for at least 0.3 s (%+v)", busy.User, busy)
 	}
-	if idle > 0.1 {
-		t.Errorf("ThreadCPUSeconds counted %.2f s for a thread that waited while another used 0.3 s", idle)
+	if busy.MinorFaults < pages {
+		t.Errorf("ThreadUsage counted %d page faults for a thread that touched %d fresh pages", busy.MinorFaults, pages)
 	}
-	if _, err := ThreadCPUSeconds(pid, 1<<30); err == nil {
-		t.Error("ThreadCPUSeconds of a thread that does not exist: want an error")
+	if idle.CPU() > 0.1 || idle.MinorFaults >= pages/4 {
+		t.Errorf("ThreadUsage counted %+v for a thread that waited while another worked", idle)
+	}
+	if _, err := ThreadUsage(pid, 1<<30); err == nil {
+		t.Error("ThreadUsage of a thread that does not exist: want an error")
 	}
 }
