@@ -222,12 +222,15 @@ func (b *bench) ingestAzure() (underLoad, drain result, drainTime time.Duration,
 	filled := make(chan mark, 1)
 	go func() {
 		time.Sleep(settleTime)
-		filled <- at()
+		m := at()
+		perGB("ingest, filling its buffer", m.v-start.v)
+		filled <- m
 	}()
 	rep, err := loadtest.Run(context.Background(), cfg, nil)
 	check(err)
 	loadEnd := at()
 	from := <-filled
+	perGB("ingest, under load", loadEnd.v-from.v)
 	secs := loadEnd.t.Sub(from.t).Seconds()
 	underLoad = result{answered: (loadEnd.events - from.events) / secs, rssMiB: peakRSSMiB(pid), p50: rep.Latency.P50, p99: rep.Latency.P99,
 		mbps: (loadEnd.v - from.v) / secs / 1e6, stored: loadEnd.v}
@@ -254,7 +257,7 @@ func (b *bench) ingestAzure() (underLoad, drain result, drainTime time.Duration,
 	}
 	drain.stored = last.v - loadEnd.v
 	fmt.Fprintf(stderr, "bench:     drained %.0f MB in %.1f s\n", drain.stored/1e6, drainTime.Seconds())
-	perGB("ingest, under load and draining", last.v)
+	perGB("ingest, draining", drain.stored)
 	// The requests Azurite served for those bytes: each costs it a few ms
 	// of CPU besides the bytes themselves.
 	if gb := last.v / 1e9; gb > 0 {
