@@ -67,8 +67,8 @@ func freshAzurite() (az *azurite.Server, perGB func(what string, stored float64)
 	// its CPU is helper threads (garbage collection, I/O). It keeps what it
 	// takes in fresh memory, a page fault per page, and on a VM that
 	// reports free memory to its host a fault costs up to three times as
-	// much when no page was freed just before: the main thread's system
-	// time per GB tells whether a side paid for that.
+	// much on memory that was not freed just before: the main thread's
+	// system time per GB tells whether a side paid for that.
 	main := func() ingestexec.Usage {
 		u, _ := ingestexec.ThreadUsage(az.PID(), az.PID())
 		return u
