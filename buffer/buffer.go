@@ -96,7 +96,11 @@ type Buffer struct {
 	lastFlushErr atomic.Pointer[error]
 	workersWG    sync.WaitGroup
 	schedWG      sync.WaitGroup
-	records      sync.Pool // *batchRecord: a batch's WAL record in pieces
+	// doneWG counts the done records being appended to the WAL, which
+	// Close waits for: a log closed without them leaves the next start
+	// asking the sink what the last flushes stored.
+	doneWG  sync.WaitGroup
+	records sync.Pool // *batchRecord: a batch's WAL record in pieces
 }
 
 // stripe is one of the numStripes locks over the keys, so inserts of
@@ -560,6 +564,7 @@ func (b *Buffer) Close(ctx context.Context) error {
 	}
 	b.queuesMu.Unlock()
 	b.workersWG.Wait()
+	b.doneWG.Wait()
 	if b.wal != nil {
 		b.truncateWAL()
 		if e := b.wal.Close(); e != nil && err == nil {

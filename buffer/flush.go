@@ -156,8 +156,10 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(r.size))
 	b.met.flushSeconds.WithLabelValues(s.Name).Observe(took.Seconds())
 	if b.wal != nil {
-		// No need to wait for this one: without it, recovery asks the sink.
-		go b.wal.Append(encodeDone(kb.stream, kb.key, r.upTo), nil)
+		// The flush need not wait for this one (after a crash without it,
+		// recovery asks the sink); Close does.
+		done := encodeDone(kb.stream, kb.key, r.upTo)
+		b.doneWG.Go(func() { b.wal.Append(done, nil) })
 	}
 
 	kb.mu.Lock()
