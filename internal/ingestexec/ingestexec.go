@@ -235,7 +235,7 @@ func readUsage(path, what string) (Usage, error) {
 	}
 	u, err := parseStat(string(b))
 	if err != nil {
-		return Usage{}, fmt.Errorf("cannot read the CPU time of %s: %w", what, err)
+		return Usage{}, fmt.Errorf("cannot read the CPU time and page faults of %s: %w", what, err)
 	}
 	return u, nil
 }

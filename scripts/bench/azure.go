@@ -69,13 +69,13 @@ func freshAzurite() (az *azurite.Server, perGB func(what string, stored float64)
 	// reports free memory to its host a fault costs up to three times as
 	// much on memory that was not freed just before: the main thread's
 	// system time per GB tells whether a side paid for that.
-	main := func() ingestexec.Usage {
+	mainThread := func() ingestexec.Usage {
 		u, _ := ingestexec.ThreadUsage(az.PID(), az.PID())
 		return u
 	}
-	cpu0, main0 := cpuSeconds(az.PID()), main()
+	cpu0, main0 := cpuSeconds(az.PID()), mainThread()
 	return az, func(what string, stored float64) {
-		cpu, main1 := cpuSeconds(az.PID()), main()
+		cpu, main1 := cpuSeconds(az.PID()), mainThread()
 		if stored > 0 {
 			gb := stored / 1e9
 			fmt.Fprintf(stderr, "bench:     Azurite CPU %.2f s per GB stored, %.2f of them its main thread's (%.2f user, %.2f system, %.0f page faults) (%s)\n",
