@@ -89,7 +89,7 @@ func TestTargetsNameRowsAndRatiosTheBenchMakes(t *testing.T) {
 	full := result{answered: 1, written: 1, mbps: 1, cpuPerM: 1, p99: 1, p999: 1}
 	for _, name := range []string{"lowcost: ingest --ack wal", "lowcost: ingest --ack wal, gzip", "lowcost: ingest --ack wal, zstd",
 		"lowcost: fluent-bit", "lowcost: victoria-logs", "loadgen: ingest --ack wal, batch 1000", "loadgen: ingest --ack memory, batch 1000",
-		"openloop: ingest --ack wal, batch 1000", "azurite: azblob 4 MiB appends", "azurite: azblob, after its own load", "azurite: azblob 4 MiB appends, under load", "azurite: ingest --storage, under load",
+		"openloop: ingest --ack wal, batch 1000", "azurite: azblob 4 MiB appends", "azurite: azblob 4 MiB appends, under load", "azurite: ingest --storage, under load",
 		"azurite: ingest --storage, draining", coresRow(1), coresRow(2)} {
 		b.rounds[0][name] = full
 		if b.notes == nil {

@@ -126,7 +126,12 @@ func (b *bench) serveFresh(args ...string) (srv *ingestexec.Process, cleanup fun
 
 // serveFreshEnv is serveFresh with env added to the server's environment.
 func (b *bench) serveFreshEnv(env []string, args ...string) (srv *ingestexec.Process, cleanup func()) {
-	data, err := os.MkdirTemp(b.dir, "data-")
+	return b.serveFreshIn(b.dir, env, args...)
+}
+
+// serveFreshIn is serveFreshEnv with the data directory made in dir.
+func (b *bench) serveFreshIn(dir string, env []string, args ...string) (srv *ingestexec.Process, cleanup func()) {
+	data, err := os.MkdirTemp(dir, "data-")
 	check(err)
 	srv, err = b.serve(env, append([]string{"--data-dir", data, "--log-level", "warn"}, args...)...)
 	if err != nil {

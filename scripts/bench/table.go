@@ -75,7 +75,6 @@ func registerRatios(b *bench) {
 		{"ingest --ack wal / VictoriaLogs (answered)", "lowcost: ingest --ack wal", "lowcost: victoria-logs", nil},
 		{"ingest --storage under load / azblob 4 MiB appends under the same load (MB/s)", "azurite: ingest --storage, under load", "azurite: azblob 4 MiB appends, under load", mbpsOf},
 		{"ingest --storage draining / azblob 4 MiB appends (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob 4 MiB appends", mbpsOf},
-		{"ingest --storage draining / azblob after its own load (MB/s)", "azurite: ingest --storage, draining", "azurite: azblob, after its own load", mbpsOf},
 		{"fasthttp read-and-discard / ingest --ack wal (low-cost client)", "limit: fasthttp, read and discard", "lowcost: ingest --ack wal", nil},
 		{"memcpy / ingest --ack wal (low-cost client)", "limit: memcpy", "lowcost: ingest --ack wal", nil},
 		{"ingest --ack wal's disk writes (low-cost client) / the disk, both at once (MB/s)", "lowcost: ingest --ack wal", diskBothRow, diskMBpsOf},
