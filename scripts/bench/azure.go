@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,14 +188,17 @@ func (b *bench) rawAzure(rate float64, alone time.Duration) (underLoad, raw resu
 	return underLoad, raw
 }
 
-// memDir is a directory in memory (tmpfs) for a server's data, or
-// fallback, with a warning, where there is none.
+// memDir is a directory in memory (tmpfs) for the data of the plain
+// side's load server, or fallback, with a warning, where there is none
+// with room for it: the load's lines, about 1 GB per round here, and the
+// log's segments. (A container's /dev/shm is often 64 MiB.)
 func memDir(fallback string) string {
-	const shm = "/dev/shm"
-	if st, err := os.Stat(shm); err == nil && st.IsDir() && unix.Access(shm, unix.W_OK) == nil {
+	const shm, room = "/dev/shm", 4 << 30
+	var st unix.Statfs_t
+	if err := unix.Statfs(shm, &st); err == nil && st.Type == unix.TMPFS_MAGIC && int64(st.Bavail)*st.Bsize >= room && unix.Access(shm, unix.W_OK) == nil {
 		return shm
 	}
-	fmt.Fprintf(stderr, "bench:     warning: no %s: the plain client's load server keeps its data on disk, and the Azurite ratios read unfavourable to ingest\n", shm)
+	fmt.Fprintf(stderr, "bench:     warning: no %s with %d GiB free: the plain client's load server keeps its data on disk, and the Azurite ratios read unfavourable to ingest\n", shm, room>>30)
 	return fallback
 }
 
