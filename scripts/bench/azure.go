@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,14 +45,15 @@ import (
 // on disk its store gives back the page cache of every block it writes
 // (internal/pagecache), and on this VM memory freed just before is what
 // makes Azurite's page faults cheap. With those pages to take, the plain
-// client's Azurite paid its main thread 0.8-1.0 system CPU-s per GB,
-// under load and alone after; without them 1.7-2.6, as ingest's own
-// Azurite does, for ingest --storage frees nothing as it runs (its log
-// reuses its segments, its buffer its chunks). In memory the server's
-// log syncs cost less than on disk, which leaves the plain client more
-// CPU, not less. For the same reason the server stays up, idle, through
-// the plain client's alone row, as ingest holds its memory while it
-// drains.
+// client's Azurite paid its main thread 0.7-1.2 system CPU-s per GB under
+// load and alone after; with the server's data in memory, 1.1-1.9 under
+// load and 2.6-3.3 alone, where ingest's own Azurite paid 0.9-2.3 and
+// 2.1-3.3: ingest --storage frees nothing as it runs (its log reuses its
+// segments, its buffer its chunks). In memory the server's log syncs
+// cost less than on disk, which leaves the plain client more CPU, not
+// less. The server also stays up, idle, through the plain client's alone
+// row, as ingest holds its memory while it drains, rather than freeing
+// its memory just before the row.
 func (b *bench) azurite() {
 	load, drain, drainTime, ok := b.ingestAzure()
 	if !ok {
@@ -153,7 +155,7 @@ func (b *bench) rawAzure(rate float64, alone time.Duration) (underLoad, raw resu
 		check(fmt.Errorf("cannot start the plain client's Azurite"))
 	}
 	defer az.Stop()
-	srv, cleanup := b.serveFreshIn(memDir(b.dir), nil, "--ack", "wal")
+	srv, cleanup := b.serveFreshIn(b.mem, nil, "--ack", "wal")
 	defer cleanup()
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Batch, cfg.Concurrency, cfg.Rate = srv.URL, 1000, b.o.openConns, rate
@@ -188,17 +190,19 @@ func (b *bench) rawAzure(rate float64, alone time.Duration) (underLoad, raw resu
 	return underLoad, raw
 }
 
-// memDir is a directory in memory (tmpfs) for the data of the plain
-// side's load server, or fallback, with a warning, where there is none
-// with room for it: the load's lines, about 1 GB per round here, and the
-// log's segments. (A container's /dev/shm is often 64 MiB.)
+// memDir makes a directory in memory (tmpfs) for the data of the plain
+// side's load server, or returns fallback, with a warning, where there is
+// none with room for it: the load's lines, about 1 GB per round here, and
+// the log's segments. (A container's /dev/shm is often 64 MiB.)
 func memDir(fallback string) string {
 	const shm, room = "/dev/shm", 4 << 30
 	var st unix.Statfs_t
-	if err := unix.Statfs(shm, &st); err == nil && st.Type == unix.TMPFS_MAGIC && int64(st.Bavail)*st.Bsize >= room && unix.Access(shm, unix.W_OK) == nil {
-		return shm
+	if err := unix.Statfs(shm, &st); err == nil && st.Type == unix.TMPFS_MAGIC && int64(st.Bavail)*st.Bsize >= room {
+		if dir, err := os.MkdirTemp(shm, "ingest-bench-"); err == nil {
+			return dir
+		}
 	}
-	fmt.Fprintf(stderr, "bench:     warning: no %s with %d GiB free: the plain client's load server keeps its data on disk, and the Azurite ratios read unfavourable to ingest\n", shm, room>>30)
+	fmt.Fprintf(stderr, "bench: warning: no %s with %d GiB free: the plain client's load server in the Azurite rows keeps its data on disk, and their ratios read unfavourable to ingest (see the README)\n", shm, room>>30)
 	return fallback
 }
 

@@ -25,8 +25,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -95,6 +97,12 @@ func main() {
 	dir, err := os.MkdirTemp("", "ingest-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
+	mem := dir
+	if o.sections["azurite"] {
+		mem = memDir(dir)
+		defer os.RemoveAll(mem)
+	}
+	removeOnSignal(dir, mem)
 	bin := *prebuilt
 	if bin == "" {
 		bin, err = ingestexec.Build(dir, false)
@@ -102,7 +110,7 @@ func main() {
 	} else {
 		check(checkPeer("--ingest", bin))
 	}
-	b := &bench{o: o, bin: bin, dir: dir, disk: deviceHolding(dir)}
+	b := &bench{o: o, bin: bin, dir: dir, mem: mem, disk: deviceHolding(dir)}
 	registerRatios(b)
 	b.header()
 	for round := range o.runs {
@@ -196,6 +204,22 @@ func (b *bench) round() {
 func cpus() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
+}
+
+// removeOnSignal removes dirs when the bench is interrupted (Ctrl-C) or
+// terminated, before it exits: a scratch directory in memory left behind
+// would hold its gigabyte until the machine restarts. The servers it
+// started get the same Ctrl-C from the terminal.
+func removeOnSignal(dirs ...string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
 }
 
 // check stops on an error: the section running is given up (guard), or

@@ -37,6 +37,7 @@ type bench struct {
 	o      options
 	bin    string      // the ingest binary
 	dir    string      // scratch directory, removed at exit
+	mem    string      // scratch in memory for the plain side's load server (memDir), removed at exit
 	disk   blockDevice // the disk that holds dir
 	order  []string
 	notes  map[string]string
