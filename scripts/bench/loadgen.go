@@ -65,7 +65,7 @@ func (b *bench) loadRun(ack string, batch, conns int, rate float64, procs int) r
 	if procs > 0 {
 		env = []string{fmt.Sprintf("GOMAXPROCS=%d", procs)}
 	}
-	srv, cleanup := b.serveFreshEnv(env, "--ack", ack)
+	srv, cleanup := b.serveFreshIn(b.dir, env, "--ack", ack)
 	defer cleanup()
 	if procs > 0 {
 		if got := metric(srv.URL, "go_sched_gomaxprocs_threads"); got != float64(procs) {

@@ -129,15 +129,11 @@ func (b *bench) serve(env []string, args ...string) (*ingestexec.Process, error)
 // serveFresh starts ingest serve on a data directory of its own with
 // warnings only, plus args; cleanup kills it and removes the directory.
 func (b *bench) serveFresh(args ...string) (srv *ingestexec.Process, cleanup func()) {
-	return b.serveFreshEnv(nil, args...)
+	return b.serveFreshIn(b.dir, nil, args...)
 }
 
-// serveFreshEnv is serveFresh with env added to the server's environment.
-func (b *bench) serveFreshEnv(env []string, args ...string) (srv *ingestexec.Process, cleanup func()) {
-	return b.serveFreshIn(b.dir, env, args...)
-}
-
-// serveFreshIn is serveFreshEnv with the data directory made in dir.
+// serveFreshIn is serveFresh with the data directory made in dir and env
+// added to the server's environment.
 func (b *bench) serveFreshIn(dir string, env []string, args ...string) (srv *ingestexec.Process, cleanup func()) {
 	data, err := os.MkdirTemp(dir, "data-")
 	check(err)
