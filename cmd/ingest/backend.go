@@ -94,30 +94,34 @@ func parseLogLevel(level string) (slog.Level, error) {
 	return l, nil
 }
 
-// storageFlags registers the storage flags every command takes.
+// storageFlags declares the storage flags the commands that read storage
+// take.
 func storageFlags(fs *pflag.FlagSet) *storage.Config {
 	cfg := storage.DefaultConfig()
-	cfg.RegisterFlags(fs)
+	addGroup(fs, groupStorage, cfg.RegisterFlags)
 	return &cfg
 }
 
-// tableFlags registers the storage and login-table flags of the commands
+// tableFlags declares the login-table and storage flags of the commands
 // that read or maintain the login tables.
 func tableFlags(fs *pflag.FlagSet) (*storage.Config, *tablesink.Config) {
 	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
+	addGroup(fs, groupTables, tcfg.RegisterFlags)
 	return storageFlags(fs), &tcfg
 }
 
 // eventFilter is the event filter flags the query and tail commands share.
 type eventFilter struct{ service, level, text *string }
 
+// eventFilterFlags declares the filter flags; --service is required.
 func eventFilterFlags(fs *pflag.FlagSet) eventFilter {
-	return eventFilter{
-		service: fs.String("service", "", "service name, comma list, or * for all (required)"),
-		level:   fs.String("level", "", "minimum level: trace, debug, info, warn, error, fatal"),
-		text:    fs.String("q", "", "text the message must contain"),
+	f := eventFilter{
+		service: fs.String("service", "", "`SERVICE` name, a comma list of names, or * for all"),
+		level:   fs.String("level", "", "minimum `LEVEL`: trace, debug, info, warn, error, fatal"),
+		text:    fs.String("q", "", "`TEXT` the message must contain"),
 	}
+	markRequired(fs, "service")
+	return f
 }
 
 // checkStorage takes the connection string from the environment when no

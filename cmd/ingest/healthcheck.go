@@ -13,28 +13,31 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// runHealthcheck asks a running server's /healthz (or --path) and exits 0
-// on 200, 1 otherwise. It exists for container images that carry no curl or
-// wget (a Dockerfile HEALTHCHECK, a Kubernetes exec probe). It takes the
-// server's own --listen, so INGEST_LISTEN set for the server points the
-// check at the same port.
-func runHealthcheck(args []string) error {
-	fs := pflag.NewFlagSet("healthcheck", pflag.ContinueOnError)
-	listen := fs.String("listen", ":8080", "the server's listen address; an empty host means 127.0.0.1")
-	path := fs.String("path", "/healthz", "the path to ask: /healthz (alive) or /readyz (ready for traffic)")
+// healthcheckCommand asks a running server's /healthz (or --path) and
+// exits 0 on 200, 1 otherwise. It exists for container images that carry
+// no curl or wget (a Dockerfile HEALTHCHECK, a Kubernetes exec probe). It
+// takes the server's own --listen, so INGEST_LISTEN set for the server
+// points the check at the same port.
+func healthcheckCommand(fs *pflag.FlagSet) func() error {
+	listen := fs.String("listen", ":8080", "the server's listen address (`ADDR`); an empty host means 127.0.0.1")
+	path := fs.String("path", "/healthz", "the `PATH` to ask: /healthz (alive) or /readyz (ready for traffic)")
 	useTLS := fs.Bool("https", false, "ask over HTTPS (the server runs with a TLS certificate); the certificate is not verified")
-	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
-	if err := parse(fs, "ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]", args); err != nil {
-		return err
+	timeout := fs.Duration("timeout", 3*time.Second, "the longest `DURATION` to wait for the answer")
+	return func() error {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		url, err := healthURL(*listen, *path, *useTLS)
+		if err != nil {
+			return err
+		}
+		return askHealth(url, *timeout)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	url, err := healthURL(*listen, *path, *useTLS)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Timeout: *timeout, Transport: &http.Transport{
+}
+
+// askHealth asks url and returns nil when it answers 200.
+func askHealth(url string, timeout time.Duration) error {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		// The check runs beside the server, on loopback: it asks whether
 		// the process answers, not who it claims to be.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec

@@ -4,17 +4,10 @@
 // embedded file backend), keeps login attempts in one table per day, and
 // answers queries by blob prefix.
 //
-//	ingest [serve] [flags]      run the server (default)
-//	ingest ls PREFIX            list blobs with size and metadata
-//	ingest cat BLOB             print a blob's lines
-//	ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]
-//	ingest logins USER [--days D] [--limit N] [--format table|ndjson]
-//	ingest stats SERVICE [--day YYYY-MM-DD]
-//	ingest retention [--dry-run]
-//	ingest loadtest [flags]
-//	ingest --version            the version and the commit it was built from
-//	ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]
-//	ingest tail --service S [--level L] [--q TEXT] [--server URL]
+// `ingest help` lists the commands, `ingest COMMAND --help` a command's
+// flags; docs/configuration.md documents every flag. Both are made from the
+// one flag set each command declares (usage.go), which is also where the
+// --config file's keys come from.
 //
 // Every flag also reads INGEST_<FLAG> from the environment and a key of the
 // same name from the YAML file of --config; the command line wins over the
@@ -37,26 +30,29 @@ import (
 	"ingest/internal/flagutil"
 )
 
+// command is one subcommand of ingest.
 type command struct {
-	name, usage, summary string
-	run                  func(args []string) error
+	name    string
+	args    string // the positional arguments, for the usage line ("PREFIX"); "" for none
+	summary string
+	// setup declares the command's flags on fs and returns the command, to
+	// run once fs is parsed. It does nothing else, so the flags of every
+	// command can be collected without running any (flagNames).
+	setup func(fs *pflag.FlagSet) (run func() error)
 }
 
-var commands []command
-
-func init() {
-	commands = []command{
-		{"serve", "ingest [serve] [flags]", "run the server (the default command)", runServe},
-		{"ls", "ingest ls PREFIX [flags]", "list blobs under a prefix: name, size, metadata", runLs},
-		{"cat", "ingest cat BLOB [flags]", "print a blob's lines, decompressing", runCat},
-		{"query", "ingest query --service S --from T --to T [--level L] [--grep RE] [--format lines|ndjson] [--limit N] [--reverse]", "query logs by time range", runQuery},
-		{"logins", "ingest logins USER [--days D] [--limit N] [--format table|ndjson]", "a user's latest login attempts, newest first", runLogins},
-		{"stats", "ingest stats SERVICE [--day YYYY-MM-DD]", "hour-by-hour event counts per level", runStats},
-		{"retention", "ingest retention [--dry-run]", "delete login tables older than the retention", runRetention},
-		{"loadtest", "ingest loadtest [flags]", "the load generator", runLoadtest},
-		{"healthcheck", "ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]", "exit 0 when a running server answers 200 (for container health checks)", runHealthcheck},
-		{"tail", tailUsage, "follow a running server's live tail (NDJSON)", runTail},
-	}
+// commands are ingest's subcommands, in the order help lists them.
+var commands = []command{
+	{"serve", "", "run the server (the default command)", serveCommand},
+	{"ls", "PREFIX", "list blobs under a prefix: name, size, metadata", lsCommand},
+	{"cat", "BLOB", "print a blob's lines, decompressing", catCommand},
+	{"query", "", "query logs by time range", queryCommand},
+	{"logins", "USER", "a user's latest login attempts, newest first", loginsCommand},
+	{"stats", "SERVICE", "hour-by-hour event counts per level", statsCommand},
+	{"retention", "", "delete login tables older than the retention", retentionCommand},
+	{"loadtest", "", "the load generator", loadtestCommand},
+	{"healthcheck", "", "exit 0 when a running server answers 200 (for container health checks)", healthcheckCommand},
+	{"tail", "", "follow a running server's live tail (NDJSON)", tailCommand},
 }
 
 func main() {
@@ -66,52 +62,65 @@ func main() {
 		name, args = args[0], args[1:]
 	}
 	if name == "help" || name == "-h" || name == "--help" {
-		usage()
+		writeHelp(os.Stdout)
 		return
 	}
 	if name == "version" || (len(args) > 0 && args[0] == "--version") {
 		fmt.Println(versionString())
 		return
 	}
-	for _, c := range commands {
-		if c.name == name {
-			if err := c.run(args); err != nil {
-				if errors.Is(err, pflag.ErrHelp) {
-					return
-				}
-				fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
-				os.Exit(1)
-			}
+	c := findCommand(name)
+	if c == nil {
+		fmt.Fprintf(os.Stderr, "ingest: unknown command %q\n\n", name)
+		writeHelp(os.Stderr)
+		os.Exit(2)
+	}
+	if err := c.run(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
 			return
 		}
+		fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
+		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "ingest: unknown command %q\n\n", name)
-	usage()
-	os.Exit(2)
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "ingest: a log and telemetry ingester into hour-prefixed blobs.\n\nCommands:")
-	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+// findCommand returns the command called name, or nil.
+func findCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'ingest COMMAND --help' for a command's flags. Every flag also reads INGEST_<FLAG>,\nand a key of the same name in the YAML file of --config.")
+	return nil
+}
+
+// flags returns the command's flag set, --config included, and the
+// command to run once it is parsed.
+func (c *command) flags() (*pflag.FlagSet, func() error) {
+	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+	fs.SortFlags = false // help lists a command's flags in the order it declares them
+	run := c.setup(fs)
+	addGroup(fs, groupConfig, func(g *pflag.FlagSet) {
+		g.String("config", "", "YAML `FILE` of flag values, keys are flag names (listen: \":9000\"); the command line and INGEST_<FLAG> win over it")
+	})
+	return fs, run
+}
+
+// run parses args into the command's flags and runs it.
+func (c *command) run(args []string) error {
+	fs, run := c.flags()
+	fs.Usage = func() { writeCommandHelp(os.Stderr, c, fs) }
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return run()
 }
 
 // parse parses a command's flags (interspersed with positional arguments),
 // then fills the flags still unset from INGEST_<FLAG>, then from the YAML
-// file of --config (or INGEST_CONFIG). Every command calls it first thing,
-// before any other work: flagNames relies on that.
-func parse(fs *pflag.FlagSet, usageLine string, args []string) error {
-	fs.String("config", "", "YAML file of flag values, keys are flag names (listen: \":9000\"); the command line and INGEST_<FLAG> win over it")
-	if collecting != nil {
-		fs.VisitAll(func(f *pflag.Flag) { collecting[f.Name] = true })
-		return errCollected
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: %s\n\n", usageLine)
-		fs.PrintDefaults()
-	}
+// file of --config (or INGEST_CONFIG), then checks that the required flags
+// have a value.
+func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -120,26 +129,21 @@ func parse(fs *pflag.FlagSet, usageLine string, args []string) error {
 	}
 	if path, _ := fs.GetString("config"); path != "" {
 		known := flagNames()
-		return flagutil.ApplyFile(fs, path, func(name string) bool { return known[name] })
+		if err := flagutil.ApplyFile(fs, path, func(name string) bool { return known[name] }); err != nil {
+			return err
+		}
 	}
-	return nil
+	return checkRequired(fs)
 }
 
-// collecting, while set, makes parse record the flag names of the command
-// calling it and stop it with errCollected.
-var (
-	collecting   map[string]bool
-	errCollected = errors.New("flag names collected")
-)
-
 // flagNames is the name of every flag of every command, so one --config
-// file can serve them all: each command is started with parse collecting
-// its flags, and stops there.
+// file can serve them all: a key that is a flag of another command is
+// skipped, one that is no flag of any command is an error.
 func flagNames() map[string]bool {
-	collecting = map[string]bool{}
-	defer func() { collecting = nil }()
-	for _, c := range commands {
-		c.run(nil)
+	names := map[string]bool{}
+	for i := range commands {
+		fs, _ := commands[i].flags()
+		fs.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
 	}
-	return collecting
+	return names
 }

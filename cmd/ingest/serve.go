@@ -21,76 +21,74 @@ import (
 	"ingest/tablesink"
 )
 
-// runServe runs the server: read and check the flags, open the pipeline
-// (storage, sinks, buffer; replaying the WAL), serve HTTP until SIGINT or
-// SIGTERM, then shut down in order.
-func runServe(args []string) error {
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+// serveCommand declares the server's flags and returns the server: check
+// the flags, open the pipeline (storage, sinks, buffer; replaying the WAL),
+// serve HTTP until SIGINT or SIGTERM, then shut down in order.
+func serveCommand(fs *pflag.FlagSet) func() error {
 	scfg := storageFlags(fs)
 	bcfg := buffer.DefaultConfig()
-	bcfg.RegisterFlags(fs)
+	addGroup(fs, groupBuffer, bcfg.RegisterFlags)
 	sinkCfg := blobsink.DefaultConfig()
-	sinkCfg.RegisterFlags(fs)
+	addGroup(fs, groupBlobs, sinkCfg.RegisterFlags)
 	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
+	addGroup(fs, groupTables, tcfg.RegisterFlags)
 	hcfg := httpapi.DefaultConfig()
-	hcfg.RegisterFlags(fs)
+	addGroup(fs, groupHTTP, hcfg.RegisterFlags)
 	qcfg := query.DefaultConfig()
-	qcfg.RegisterFlags(fs)
+	addGroup(fs, groupQuery, qcfg.RegisterFlags)
 	cfg := defaultServeConfig()
-	cfg.RegisterFlags(fs)
-	if err := parse(fs, "ingest [serve] [flags]", args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
-		if err := v.Validate(); err != nil {
+	addGroup(fs, groupServer, cfg.RegisterFlags)
+	return func() error {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
+			if err := v.Validate(); err != nil {
+				return err
+			}
+		}
+		log, err := newLogger(cfg.LogLevel)
+		if err != nil {
 			return err
 		}
-	}
-	log, err := newLogger(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+		setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
 
-	reg := newRegistry()
-	p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg}, reg, log)
-	if err != nil {
-		return err
-	}
-	defer p.be.close()
-	localToken, err := newLocalToken()
-	if err != nil {
-		return err
-	}
-	srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
-	if err != nil {
-		return err
-	}
-	addr, removeRunFile, err := listen(srv, &hcfg, scfg.DataDir, localToken)
-	if err != nil {
-		return err
-	}
-	defer removeRunFile()
-	defer reloadOnHangup(srv, &hcfg, log)()
-	stopBG := p.runBackground(cfg.StatsInterval)
-	defer stopBG()
+		reg := newRegistry()
+		p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg}, reg, log)
+		if err != nil {
+			return err
+		}
+		defer p.be.close()
+		localToken, err := newLocalToken()
+		if err != nil {
+			return err
+		}
+		srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
+		if err != nil {
+			return err
+		}
+		addr, removeRunFile, err := listen(srv, &hcfg, scfg.DataDir, localToken)
+		if err != nil {
+			return err
+		}
+		defer removeRunFile()
+		defer reloadOnHangup(srv, &hcfg, log)()
+		stopBG := p.runBackground(cfg.StatsInterval)
+		defer stopBG()
 
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve() }()
-	log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
-		"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("cannot serve HTTP: %w", err)
-	case <-ctx.Done():
+		serveErr := make(chan error, 1)
+		go func() { serveErr <- srv.Serve() }()
+		log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
+			"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
+		select {
+		case err := <-serveErr:
+			return fmt.Errorf("cannot serve HTTP: %w", err)
+		case <-ctx.Done():
+		}
+		return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
 	}
-	return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
 }
 
 // serveConfig holds the server's own settings, beside those of the

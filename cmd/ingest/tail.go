@@ -17,42 +17,37 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const tailUsage = "ingest tail --service S [--level L] [--q TEXT] [--server URL] [--token T]"
-
 // defaultServer is where ingest tail looks without --server and without a
 // server running on --data-dir.
 const defaultServer = "http://127.0.0.1:8080"
 
-func runTail(args []string) error {
-	fs := pflag.NewFlagSet("tail", pflag.ContinueOnError)
-	scfg := storageFlags(fs)
+// tailCommand follows a running server's live tail, printing its events as
+// NDJSON until interrupted.
+func tailCommand(fs *pflag.FlagSet) func() error {
 	filter := eventFilterFlags(fs)
-	server := fs.String("server", "", "base URL of the running server (default: the one running on --data-dir, found by its run file, else "+defaultServer+")")
-	token := fs.String("token", "", "bearer token, when the server has --tokens (default: the run file's local token)")
-	if err := parse(fs, tailUsage, args); err != nil {
+	server := fs.String("server", "", "base `URL` of the running server (default: the one running on --data-dir, found by its run file, else "+defaultServer+")")
+	token := fs.String("token", "", "bearer `TOKEN`, when the server has --tokens (default: the run file's local token)")
+	scfg := storageFlags(fs)
+	return func() error {
+		v := url.Values{"service": {*filter.service}}
+		if *filter.level != "" {
+			v.Set("level", *filter.level)
+		}
+		if *filter.text != "" {
+			v.Set("q", *filter.text)
+		}
+		base, tok, client, err := tailTarget(scfg, *server, *token)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, os.Stdout, os.Stderr)
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal way to stop following
+		}
 		return err
 	}
-	if *filter.service == "" {
-		return fmt.Errorf("--service is required (a name, a comma list, or *)")
-	}
-	v := url.Values{"service": {*filter.service}}
-	if *filter.level != "" {
-		v.Set("level", *filter.level)
-	}
-	if *filter.text != "" {
-		v.Set("q", *filter.text)
-	}
-	base, tok, client, err := tailTarget(scfg, *server, *token)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, os.Stdout, os.Stderr)
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal way to stop following
-	}
-	return err
 }
 
 // tailTarget decides which server ingest tail follows: --server and
