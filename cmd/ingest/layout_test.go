@@ -8,40 +8,13 @@ import (
 	"testing"
 )
 
-// TestReadmeLayoutNamesEveryPackage: the folder table of the README's
-// "How it works" (its first indented block) names every package of the repository (a nested one, such
-// as scripts/bench or blobsink/storetest, at least by its last element under
-// its parent's line), and names no folder that is gone.
-func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
-	text := readRepoFile(t, "README.md")
-	i := strings.Index(text, "\n## How it works\n")
-	if i < 0 {
-		t.Fatal(`README.md has no "## How it works" section`)
-	}
-	text = text[i+1:]
-	if j := strings.Index(text[3:], "\n## "); j >= 0 {
-		text = text[:j+3]
-	}
-	listed := map[string]bool{}
-	var table []string
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, "    ") || strings.TrimSpace(line) == "" {
-			if len(table) > 0 {
-				break // the table is the section's first indented block
-			}
-			continue
-		}
-		table = append(table, line)
-		// A folder starts its line, indented 4 or 6; a description that
-		// goes on is indented further.
-		if trimmed := strings.TrimLeft(line, " "); len(line)-len(trimmed) <= 6 {
-			listed[strings.Fields(trimmed)[0]] = true
-		}
-	}
-	if len(listed) == 0 {
-		t.Fatal("found no folder table under How it works")
-	}
-	all := strings.Join(table, "\n")
+// TestArchitectureNamesEveryPackage: the package map of docs/architecture.md
+// (the first indented block of its "Package map" section) names every
+// package of the repository by its whole path, as the first word of a line,
+// and names no folder that is gone. A name must match whole: listing
+// scripts/benchlogins does not list scripts/bench.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	listed := packageMap(t)
 	packages := map[string]bool{}
 	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,19 +32,48 @@ func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(packages) < 10 {
+		t.Fatalf("found %d packages in the tree: the walk no longer finds them", len(packages))
+	}
 	for pkg := range packages {
-		if listed[pkg] {
-			continue
+		if !listed[pkg] {
+			t.Errorf("docs/architecture.md's package map does not name package %s: add a line starting with its path", pkg)
 		}
-		parent, base := filepath.Split(pkg)
-		if parent != "" && listed[strings.TrimSuffix(parent, "/")] && strings.Contains(all, base) {
-			continue
-		}
-		t.Errorf("README How it works does not name package %s", pkg)
 	}
 	for name := range listed {
-		if _, err := os.Stat(filepath.Join(repoRoot, name)); err != nil {
-			t.Errorf("README How it works names %s, which is not a folder: %v", name, err)
+		if st, err := os.Stat(filepath.Join(repoRoot, name)); err != nil || !st.IsDir() {
+			t.Errorf("docs/architecture.md's package map names %s, which is not a folder: %v", name, err)
 		}
 	}
+}
+
+// packageMap returns the first word of each line of the package map that
+// starts one (indented 4 or 6; a description that goes on is indented
+// further).
+func packageMap(t *testing.T) map[string]bool {
+	t.Helper()
+	text := readRepoFile(t, "docs/architecture.md")
+	_, text, ok := strings.Cut(text, "\n## Package map\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no "## Package map" section`)
+	}
+	text, _, _ = strings.Cut(text, "\n## ")
+	listed := map[string]bool{}
+	started := false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "    ") || strings.TrimSpace(line) == "" {
+			if started {
+				break // the section's first indented block
+			}
+			continue
+		}
+		started = true
+		if trimmed := strings.TrimLeft(line, " "); len(line)-len(trimmed) <= 6 {
+			listed[strings.Fields(trimmed)[0]] = true
+		}
+	}
+	if len(listed) == 0 {
+		t.Fatal("found no package map in docs/architecture.md")
+	}
+	return listed
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,17 +194,13 @@ func TestStorageDownReadyzAndShutdownTimeout(t *testing.T) {
 	}
 }
 
-// metricFamilies lists the metric names the README's Metrics section
-// promises; a name ending in * is a prefix.
+// metricFamilies lists the metric names the Metrics section of
+// docs/operations.md promises; a name ending in * is a prefix.
 func metricFamilies(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Metrics\n")
+	_, section, ok := strings.Cut(readRepoFile(t, "docs/operations.md"), "\n## Metrics\n")
 	if !ok {
-		t.Fatal("README.md has no Metrics section")
+		t.Fatal("docs/operations.md has no Metrics section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var names []string
@@ -217,13 +212,14 @@ func metricFamilies(t *testing.T) []string {
 		}
 	}
 	if len(names) < 10 {
-		t.Fatalf("found only %d metric names in the README's Metrics section: %v", len(names), names)
+		t.Fatalf("found only %d metric names in the Metrics section of docs/operations.md: %v", len(names), names)
 	}
 	return names
 }
 
 // TestMetricsFamilies scrapes /metrics of the real binary after traffic of
-// every kind and checks that each metric family the README lists exists.
+// every kind and checks that each metric family docs/operations.md lists
+// exists.
 func TestMetricsFamilies(t *testing.T) {
 	names := metricFamilies(t)
 	s := start(t, t.TempDir(), "--flush-interval", "50ms")
@@ -254,7 +250,7 @@ func TestMetricsFamilies(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("metric family %s (listed in the README) is not exposed by /metrics", name)
+			t.Errorf("metric family %s (listed in docs/operations.md) is not exposed by /metrics", name)
 		}
 	}
 	for series, min := range map[string]float64{
@@ -308,23 +304,5 @@ func TestRaceBinaryUnderMixedLoad(t *testing.T) {
 	}
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
-	}
-}
-
-// TestServerTakesGOMAXPROCSFromItsEnvironment: the bench's cores rows and
-// operators in containers set GOMAXPROCS in the server's environment
-// (ingestexec.ServeEnv); /metrics shows the setting the runtime took.
-func TestServerTakesGOMAXPROCSFromItsEnvironment(t *testing.T) {
-	for _, procs := range []string{"1", "3"} {
-		p, err := ingestexec.ServeEnv(binary, 0, nil, []string{"GOMAXPROCS=" + procs}, "--data-dir", t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &server{Process: p, t: t, url: p.URL}
-		_, body := s.get("/metrics")
-		p.Kill()
-		if want := "\ngo_sched_gomaxprocs_threads " + procs + "\n"; !strings.Contains(body, want) {
-			t.Errorf("GOMAXPROCS=%s: /metrics has no %q", procs, strings.TrimSpace(want))
-		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"ingest/internal/ingestexec"
 )
@@ -135,12 +137,14 @@ func TestOutputMatches(t *testing.T) {
 }
 
 // TestDocLinks checks that every relative link of README.md and docs/
-// points at a file inside the repository.
+// points at a file inside the repository, and that a link to a heading of
+// a Markdown file (file.md#anchor, or #anchor within the page) names a
+// heading that file has.
 func TestDocLinks(t *testing.T) {
 	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	docs = append(docs, filepath.Join(repoRoot, "README.md"))
 	root, _ := filepath.Abs(repoRoot)
-	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	checked := 0
 	for _, doc := range docs {
 		text, err := os.ReadFile(doc)
@@ -148,22 +152,94 @@ func TestDocLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
-			target := m[1]
+			target, anchor, _ := strings.Cut(m[1], "#")
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			abs, _ := filepath.Abs(filepath.Join(filepath.Dir(doc), target))
+			abs, _ := filepath.Abs(doc)
+			if target != "" {
+				abs, _ = filepath.Abs(filepath.Join(filepath.Dir(doc), target))
+			}
 			if abs != root && !strings.HasPrefix(abs, root+string(filepath.Separator)) {
 				t.Errorf("%s links to %s, outside the repository", filepath.Base(doc), target)
 				continue
 			}
 			if _, err := os.Stat(abs); err != nil {
 				t.Errorf("%s links to %s, which does not exist", filepath.Base(doc), target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(abs, ".md") && !headingAnchors(t, abs)[anchor] {
+				t.Errorf("%s links to %s#%s: %s has no such heading", filepath.Base(doc), target, anchor, filepath.Base(abs))
 			}
 			checked++
 		}
 	}
 	if checked < 5 {
 		t.Fatalf("checked %d links: the link pattern no longer finds them", checked)
+	}
+}
+
+// headingAnchors returns the anchors of a Markdown file's headings, as
+// GitHub makes them: lower case, punctuation dropped, spaces as hyphens,
+// a repeated heading's anchor suffixed -1, -2, ...
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(string(text), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if fenced || !strings.HasPrefix(line, "#") || !ok {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteByte('-')
+			}
+		}
+		a := b.String()
+		for n := 1; anchors[a]; n++ {
+			a = fmt.Sprintf("%s-%d", b.String(), n)
+		}
+		anchors[a] = true
+	}
+	return anchors
+}
+
+// TestReadmeCommandsTable: the README's Commands table has one row per
+// command (and --version), and no row for a command that is gone.
+func TestReadmeCommandsTable(t *testing.T) {
+	_, section, ok := strings.Cut(readRepoFile(t, "README.md"), "\n## Commands\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Commands" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `ingest ([^` ]+)").FindAllStringSubmatch(section, -1) {
+		rows[strings.Trim(m[1], "[]")] = true
+	}
+	want := map[string]bool{"--version": true}
+	for _, c := range commands {
+		want[c.name] = true
+	}
+	for name := range want {
+		if !rows[name] {
+			t.Errorf("README.md's Commands table has no row for ingest %s: add | `ingest %s` | what it does |", name, name)
+		}
+	}
+	for name := range rows {
+		if !want[name] {
+			t.Errorf("README.md's Commands table has a row for ingest %s, which is no command", name)
+		}
 	}
 }

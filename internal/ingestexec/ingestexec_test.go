@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +151,37 @@ func TestThreadUsage(t *testing.T) {
 	}
 	if _, err := ThreadUsage(pid, 1<<30); err == nil {
 		t.Error("ThreadUsage of a thread that does not exist: want an error")
+	}
+}
+
+// TestEnvIsClean: the binary never inherits a setting of ingest from the
+// caller's shell (INGEST_<FLAG>, AZURE_*, GOMEMLIMIT), keeps the rest, and
+// takes extra last, so an extra setting such as the bench's GOMAXPROCS
+// wins over an inherited one.
+func TestEnvIsClean(t *testing.T) {
+	t.Setenv("INGEST_LISTEN", ":1")
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
+	t.Setenv("GOMEMLIMIT", "1MiB")
+	t.Setenv("GOMAXPROCS", "3")
+	t.Setenv("INGESTEXEC_KEPT", "yes")
+	env := Env("GOMAXPROCS=1")
+	last := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		last[name] = value
+	}
+	for _, name := range []string{"INGEST_LISTEN", "AZURE_STORAGE_CONNECTION_STRING", "GOMEMLIMIT"} {
+		if v, ok := last[name]; ok {
+			t.Errorf("Env passes %s=%s from the caller", name, v)
+		}
+	}
+	if last["INGESTEXEC_KEPT"] != "yes" || last["PATH"] != os.Getenv("PATH") {
+		t.Errorf("Env dropped a variable that configures nothing of ingest: %q", env)
+	}
+	if last["GOMAXPROCS"] != "1" {
+		t.Errorf("GOMAXPROCS in Env(\"GOMAXPROCS=1\") reads %q last: the extra setting must win", last["GOMAXPROCS"])
+	}
+	if cmd := Command("ingest"); !slices.Equal(cmd.Env, Env()) {
+		t.Error("Command does not run with Env")
 	}
 }
