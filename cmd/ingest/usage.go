@@ -89,7 +89,7 @@ func checkRequired(fs *pflag.FlagSet) error {
 	fs.VisitAll(func(f *pflag.Flag) {
 		if err == nil && isRequired(f) && f.Value.String() == "" {
 			_, usage := pflag.UnquoteUsage(f)
-			err = fmt.Errorf("--%s is required: %s", f.Name, usage)
+			err = fmt.Errorf("cannot run without --%s (%s)", f.Name, usage)
 		}
 	})
 	return err

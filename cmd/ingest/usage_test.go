@@ -98,7 +98,7 @@ func TestCommandHelpListsEveryFlag(t *testing.T) {
 func TestRequiredFlag(t *testing.T) {
 	c := findCommand("tail")
 	fs, _ := c.flags()
-	if err := parse(fs, nil); err == nil || !strings.Contains(err.Error(), "--service is required") {
+	if err := parse(fs, nil); err == nil || !strings.Contains(err.Error(), "without --service") {
 		t.Fatalf("ingest tail without --service: %v, want an error naming --service", err)
 	}
 	t.Setenv("INGEST_SERVICE", "api")

@@ -202,7 +202,7 @@ func memDir(fallback string) string {
 			return dir
 		}
 	}
-	fmt.Fprintf(stderr, "bench: warning: no %s with %d GiB free: the plain client's load server in the Azurite rows keeps its data on disk, and their ratios read unfavourable to ingest (see docs/benchmarks.md, "Into Azurite")\n", shm, room>>30)
+	fmt.Fprintf(stderr, "bench: warning: no %s with %d GiB free: the plain client's load server in the Azurite rows keeps its data on disk, and their ratios read unfavourable to ingest (see docs/benchmarks.md, Into Azurite)\n", shm, room>>30)
 	return fallback
 }
 
