@@ -17,6 +17,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/httpapi"
+	"ingest/internal/termsafe"
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
@@ -50,10 +51,11 @@ func runLs(args []string) error {
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	for _, b := range blobs {
-		fmt.Fprintf(w, "%s\t%d", b.Name, b.Size)
+		// Names and metadata are whatever a writer of the container set.
+		fmt.Fprintf(w, "%s\t%d", termsafe.String(b.Name), b.Size)
 		for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount, blobsink.MetaLateness} {
 			if v, ok := blobsink.MetaValue(b.Metadata, k); ok {
-				fmt.Fprintf(w, "\t%s=%s", k, v)
+				fmt.Fprintf(w, "\t%s=%s", k, termsafe.String(v))
 			}
 		}
 		fmt.Fprintln(w)
@@ -82,8 +84,11 @@ func runCat(args []string) error {
 		return fmt.Errorf("cannot open blob %s: %w", name, err)
 	}
 	defer rc.Close()
-	_, err = io.Copy(os.Stdout, rc)
-	return err
+	out := termsafe.Lines(os.Stdout, os.Stdout)
+	if _, err = io.Copy(out, rc); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 func runQuery(args []string) error {
@@ -121,7 +126,9 @@ func runQuery(args []string) error {
 		return err
 	}
 	defer be.close()
-	w := bufio.NewWriterSize(os.Stdout, 256<<10)
+	out := termsafe.Lines(os.Stdout, os.Stdout)
+	defer out.Flush()
+	w := bufio.NewWriterSize(out, 256<<10)
 	defer w.Flush()
 	var st query.Stats
 	if *format == "ndjson" {
@@ -181,7 +188,9 @@ func runLogins(args []string) error {
 		}
 	}
 	if *format == "ndjson" {
-		w := bufio.NewWriter(os.Stdout)
+		out := termsafe.Lines(os.Stdout, os.Stdout)
+		defer out.Flush()
+		w := bufio.NewWriter(out)
 		defer w.Flush()
 		for _, r := range rows {
 			w.Write(r.json)
@@ -193,7 +202,8 @@ func runLogins(args []string) error {
 	defer tw.Flush()
 	fmt.Fprintln(tw, "TIME\tSUCCESS\tIP\tID\tUSER AGENT")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Time, r.success(), r.IP, r.ID, r.UA)
+		// IP, id and user agent are what the client sent.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.String(r.Time), r.success(), termsafe.String(r.IP), termsafe.String(r.ID), termsafe.String(r.UA))
 	}
 	return nil
 }
@@ -312,7 +322,7 @@ func runRetention(args []string) error {
 		verb = "would delete"
 	}
 	for _, t := range deleted {
-		fmt.Printf("%s %s\n", verb, t)
+		fmt.Printf("%s %s\n", verb, termsafe.String(t))
 	}
 	if err == nil && len(deleted) == 0 {
 		fmt.Printf("no login table is older than %d days\n", retentionDays)

@@ -35,6 +35,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/flagutil"
+	"ingest/internal/termsafe"
 )
 
 type command struct {
@@ -79,7 +80,8 @@ func main() {
 				if errors.Is(err, pflag.ErrHelp) {
 					return
 				}
-				fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
+				// An error may quote what a server or storage answered.
+				fmt.Fprintf(os.Stderr, "ingest %s: %s\n", name, termsafe.String(err.Error()))
 				os.Exit(1)
 			}
 			return

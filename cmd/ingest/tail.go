@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"ingest/storage"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"ingest/internal/termsafe"
+	"ingest/storage"
 )
 
 const tailUsage = "ingest tail --service S [--level L] [--q TEXT] [--server URL] [--token T]"
@@ -48,7 +50,10 @@ func runTail(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, os.Stdout, os.Stderr)
+	out, errOut := termsafe.Lines(os.Stdout, os.Stdout), termsafe.Lines(os.Stderr, os.Stderr)
+	defer out.Flush()
+	defer errOut.Flush()
+	err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, out, errOut)
 	if ctx.Err() != nil {
 		return nil // interrupted: the normal way to stop following
 	}
