@@ -32,16 +32,27 @@ func NewFileStore(root string) (*FileStore, error) {
 	return &FileStore{Root: root}, nil
 }
 
+// path is where the blob name lives under Root. A name is a relative
+// slash-separated path without empty, dot or hidden segments, so no name
+// reaches outside Root or a metadata sidecar.
 func (s *FileStore) path(name string) (string, error) {
+	if why := badPath(name); why != "" {
+		return "", fmt.Errorf("cannot use blob name %q: %s", name, why)
+	}
+	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
+}
+
+// badPath says why name is no path under Root, or returns "".
+func badPath(name string) string {
 	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
-		return "", fmt.Errorf("cannot use blob name %q: not a relative slash-separated path", name)
+		return "not a relative slash-separated path"
 	}
 	for _, part := range strings.Split(name, "/") {
 		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, ".") {
-			return "", fmt.Errorf("cannot use blob name %q: empty, dot or hidden path segment", name)
+			return "empty, dot or hidden path segment"
 		}
 	}
-	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
+	return ""
 }
 
 // Create implements Store.
@@ -173,10 +184,14 @@ func (s *FileStore) Stat(_ context.Context, name string) (BlobInfo, error) {
 	return BlobInfo{Name: name, Size: st.Size(), Metadata: readMeta(p)}, nil
 }
 
-// List implements Store. It walks only the directory the prefix names.
+// List implements Store. It walks only the directory the prefix names,
+// which must be a path under Root as a blob name is ("../" is refused).
 func (s *FileStore) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
 	dir := s.Root
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		if why := badPath(prefix[:i]); why != "" {
+			return fmt.Errorf("cannot list blobs under %q: its folders are %s; blob names have none", prefix, why)
+		}
 		dir = filepath.Join(s.Root, filepath.FromSlash(prefix[:i]))
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
