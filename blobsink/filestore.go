@@ -26,7 +26,7 @@ type FileStore struct {
 
 // NewFileStore creates root if needed.
 func NewFileStore(root string) (*FileStore, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create blob directory %s: %w", root, err)
 	}
 	return &FileStore{Root: root}, nil
@@ -61,13 +61,13 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	// The exclusive create is the claim; the metadata follows. A crash in
 	// between leaves a blob without metadata, which readers treat as
 	// "may hold anything" and read.
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return ErrExists
 	}
