@@ -17,7 +17,6 @@ import (
 
 	"ingest/blobsink"
 	"ingest/httpapi"
-	"ingest/internal/termsafe"
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
@@ -52,10 +51,10 @@ func runLs(args []string) error {
 	defer w.Flush()
 	for _, b := range blobs {
 		// Names and metadata are whatever a writer of the container set.
-		fmt.Fprintf(w, "%s\t%d", termsafe.String(b.Name), b.Size)
+		fmt.Fprintf(w, "%s\t%d", termSafe(b.Name), b.Size)
 		for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount, blobsink.MetaLateness} {
 			if v, ok := blobsink.MetaValue(b.Metadata, k); ok {
-				fmt.Fprintf(w, "\t%s=%s", k, termsafe.String(v))
+				fmt.Fprintf(w, "\t%s=%s", k, termSafe(v))
 			}
 		}
 		fmt.Fprintln(w)
@@ -84,7 +83,7 @@ func runCat(args []string) error {
 		return fmt.Errorf("cannot open blob %s: %w", name, err)
 	}
 	defer rc.Close()
-	out := termsafe.Lines(os.Stdout, os.Stdout)
+	out := termLines(os.Stdout)
 	if _, err = io.Copy(out, rc); err != nil {
 		return err
 	}
@@ -126,7 +125,7 @@ func runQuery(args []string) error {
 		return err
 	}
 	defer be.close()
-	out := termsafe.Lines(os.Stdout, os.Stdout)
+	out := termLines(os.Stdout)
 	defer out.Flush()
 	w := bufio.NewWriterSize(out, 256<<10)
 	defer w.Flush()
@@ -188,7 +187,7 @@ func runLogins(args []string) error {
 		}
 	}
 	if *format == "ndjson" {
-		out := termsafe.Lines(os.Stdout, os.Stdout)
+		out := termLines(os.Stdout)
 		defer out.Flush()
 		w := bufio.NewWriter(out)
 		defer w.Flush()
@@ -203,7 +202,7 @@ func runLogins(args []string) error {
 	fmt.Fprintln(tw, "TIME\tSUCCESS\tIP\tID\tUSER AGENT")
 	for _, r := range rows {
 		// IP, id and user agent are what the client sent.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.String(r.Time), r.success(), termsafe.String(r.IP), termsafe.String(r.ID), termsafe.String(r.UA))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(r.Time), r.success(), termSafe(r.IP), termSafe(r.ID), termSafe(r.UA))
 	}
 	return nil
 }
@@ -322,7 +321,7 @@ func runRetention(args []string) error {
 		verb = "would delete"
 	}
 	for _, t := range deleted {
-		fmt.Printf("%s %s\n", verb, termsafe.String(t))
+		fmt.Printf("%s %s\n", verb, termSafe(t))
 	}
 	if err == nil && len(deleted) == 0 {
 		fmt.Printf("no login table is older than %d days\n", retentionDays)

@@ -24,7 +24,8 @@
 // from in request order (storage, the sinks and counters, the buffer's
 // stream registry wiring them); backend.go opens storage for every command;
 // commands.go, tail.go, healthcheck.go and version.go are the other
-// commands; runfile.go records a running server for the commands beside it.
+// commands; runfile.go records a running server for the commands beside it;
+// terminal.go escapes stored text on its way to a terminal.
 package main
 
 import (
@@ -35,7 +36,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/flagutil"
-	"ingest/internal/termsafe"
 )
 
 type command struct {
@@ -81,7 +81,7 @@ func main() {
 					return
 				}
 				// An error may quote what a server or storage answered.
-				fmt.Fprintf(os.Stderr, "ingest %s: %s\n", name, termsafe.String(err.Error()))
+				fmt.Fprintf(os.Stderr, "ingest %s: %s\n", name, termSafe(err.Error()))
 				os.Exit(1)
 			}
 			return

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ingest/internal/termsafe"
 	"ingest/storage"
 )
 
@@ -50,7 +49,7 @@ func runTail(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out, errOut := termsafe.Lines(os.Stdout, os.Stdout), termsafe.Lines(os.Stderr, os.Stderr)
+	out, errOut := termLines(os.Stdout), termLines(os.Stderr)
 	defer out.Flush()
 	defer errOut.Flush()
 	err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, out, errOut)

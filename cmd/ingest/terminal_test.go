@@ -1,22 +1,22 @@
-package termsafe
+package main
 
 import (
 	"bytes"
+	"io"
 	"os"
-	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 )
 
-func TestAppend(t *testing.T) {
+func TestTermSafe(t *testing.T) {
 	f := func(in, want string) {
 		t.Helper()
-		if got := string(Append(nil, []byte(in))); got != want {
-			t.Errorf("Append(%q) = %q, want %q", in, got, want)
+		if got := string(appendTermSafe(nil, []byte(in))); got != want {
+			t.Errorf("appendTermSafe(%q) = %q, want %q", in, got, want)
 		}
-		if got := String(in); got != want {
-			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		if got := termSafe(in); got != want {
+			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
 		}
 	}
 	f("", "")
@@ -33,17 +33,17 @@ func TestAppend(t *testing.T) {
 	f("tag\U000E0041", `tag\U000e0041`)
 }
 
-// FuzzAppend: whatever the input, the output is valid UTF-8 without a
+// FuzzTermSafe: whatever the input, the output is valid UTF-8 without a
 // control, format or separator character, and input without any is kept
 // as it is.
-func FuzzAppend(f *testing.F) {
+func FuzzTermSafe(f *testing.F) {
 	for _, s := range []string{"", "plain", "\x1b[2J", "\u009b", "\xff", "\u202e", "a\nb", "\U000E0041"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out := Append(nil, in)
+		out := appendTermSafe(nil, in)
 		if !utf8.Valid(out) {
-			t.Fatalf("Append(%q) = %q: not valid UTF-8", in, out)
+			t.Fatalf("appendTermSafe(%q) = %q: not valid UTF-8", in, out)
 		}
 		clean := utf8.Valid(in)
 		for _, r := range string(in) {
@@ -53,16 +53,16 @@ func FuzzAppend(f *testing.F) {
 		}
 		for _, r := range string(out) {
 			if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-				t.Fatalf("Append(%q) = %q: holds %U", in, out, r)
+				t.Fatalf("appendTermSafe(%q) = %q: holds %U", in, out, r)
 			}
 		}
 		if clean && !bytes.Equal(out, in) {
-			t.Fatalf("Append(%q) = %q: changed text with nothing to escape", in, out)
+			t.Fatalf("appendTermSafe(%q) = %q: changed text with nothing to escape", in, out)
 		}
 	})
 }
 
-func TestLinesEscapesWholeLines(t *testing.T) {
+func TestTermLinesEscapesWholeLines(t *testing.T) {
 	var out bytes.Buffer
 	w := &lineWriter{w: &out}
 	// A UTF-8 C1 control split across two writes, a line without an end.
@@ -82,31 +82,32 @@ func TestLinesEscapesWholeLines(t *testing.T) {
 	}
 }
 
-func TestLinesKeepsPipesExact(t *testing.T) {
+func TestTermLinesKeepsPipesExact(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	defer w.Close()
-	if IsTerminal(w) {
+	if isTerminal(w) {
 		t.Fatal("a pipe is taken for a terminal")
 	}
-	var out strings.Builder
-	lw := Lines(w, &out)
+	lw := termLines(w)
 	lw.Write([]byte("\x1b[2J\n"))
 	lw.Flush()
-	if out.String() != "\x1b[2J\n" {
-		t.Fatalf("through a pipe: %q, want the exact bytes", out.String())
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if string(out) != "\x1b[2J\n" {
+		t.Fatalf("through a pipe: %q, want the exact bytes", out)
 	}
 }
 
-func BenchmarkAppendASCII(b *testing.B) {
+func BenchmarkTermSafeASCII(b *testing.B) {
 	line := []byte(`1.0;2026-11-21T18:04:05.1234567Z;error;api;web-1;01JDQ8;"disk full; retrying";{"user":"u1","code":507}`)
 	dst := make([]byte, 0, 256)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
-		dst = Append(dst[:0], line)
+		dst = appendTermSafe(dst[:0], line)
 	}
 }

@@ -1,12 +1,12 @@
-// Package termsafe makes stored text safe to print on an operator's
-// terminal. Events and login attempts come from end users: a user agent of
-// "\x1b[2J" clears the screen of whoever lists it, and other escape
-// sequences can retitle the window, rewrite what was printed before or, on
-// some terminals, answer with text typed into the shell. Every command that
-// prints stored data prints it through this package.
+// Stored text on an operator's terminal. Events and login attempts come
+// from end users: a user agent of "\x1b[2J" clears the screen of whoever
+// lists it, and other escape sequences can retitle the window, rewrite
+// what was printed before or, on some terminals, answer with text typed
+// into the shell. Every command that prints stored data prints it through
+// this file.
 //
-// Append writes text with every byte or character a terminal may act on
-// written as a visible escape instead:
+// appendTermSafe writes text with every byte or character a terminal may
+// act on written as a visible escape instead:
 //
 //   - ASCII control characters and DEL: \t, \n, \r, or \xNN;
 //   - bytes that are not valid UTF-8 (a lone 0x9b is CSI on 8-bit
@@ -21,13 +21,14 @@
 // text, JSON and stored log lines read the same; the escapes are for
 // reading, not for parsing (ask for NDJSON for the exact bytes).
 //
-// Tables for humans always escape their fields (Append, String). Streams
-// of lines (cat, query, tail) escape only on a terminal: Lines wraps
+// Tables for humans always escape their fields (termSafe). Streams of
+// lines (cat, query, tail) escape only on a terminal: termLines wraps
 // standard output so that a pipe or a file gets the exact bytes.
 //
 // Cost: one pass over the text; text of printable ASCII only is copied as
 // it is, without per-character work beyond one comparison.
-package termsafe
+
+package main
 
 import (
 	"bytes"
@@ -41,9 +42,9 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// Append appends s to dst with every character a terminal may act on
+// appendTermSafe appends s to dst with every character a terminal may act on
 // escaped (see the package comment).
-func Append(dst, s []byte) []byte {
+func appendTermSafe(dst, s []byte) []byte {
 	i := 0
 	for i < len(s) {
 		c := s[i]
@@ -71,11 +72,11 @@ func Append(dst, s []byte) []byte {
 	return dst
 }
 
-// String returns s with every character a terminal may act on escaped.
-func String(s string) string {
+// termSafe returns s with every character a terminal may act on escaped.
+func termSafe(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f {
-			return string(Append(nil, []byte(s)))
+			return string(appendTermSafe(nil, []byte(s)))
 		}
 	}
 	return s
@@ -114,19 +115,19 @@ func unsafeRune(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029'
 }
 
-// Lines returns w itself when f is not a terminal, else a writer that
-// escapes each line written to it (keeping the line ends) before it
-// reaches w. Call Flush on the result (a no-op for w itself) to write a
+// termLines returns f itself when it is not a terminal, else a writer
+// that escapes each line written to it (keeping the line ends) before it
+// reaches f. Call Flush on the result (a no-op for f itself) to write a
 // last line that has no line end.
-func Lines(f *os.File, w io.Writer) Flusher {
-	if !IsTerminal(f) {
-		return nopFlusher{w}
+func termLines(f *os.File) flusher {
+	if !isTerminal(f) {
+		return nopFlusher{f}
 	}
-	return &lineWriter{w: w}
+	return &lineWriter{w: f}
 }
 
-// Flusher is a writer that may hold back an unfinished line until Flush.
-type Flusher interface {
+// flusher is a writer that may hold back an unfinished line until Flush.
+type flusher interface {
 	io.Writer
 	Flush() error
 }
@@ -135,8 +136,8 @@ type nopFlusher struct{ io.Writer }
 
 func (nopFlusher) Flush() error { return nil }
 
-// IsTerminal reports whether f is a terminal.
-func IsTerminal(f *os.File) bool {
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
@@ -159,7 +160,7 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	}
 	l.out = l.out[:0]
 	for line := range bytes.Lines(l.pending[:end+1]) {
-		l.out = append(Append(l.out, line[:len(line)-1]), '\n')
+		l.out = append(appendTermSafe(l.out, line[:len(line)-1]), '\n')
 	}
 	l.pending = append(l.pending[:0], l.pending[end+1:]...)
 	if _, err := l.w.Write(l.out); err != nil {
@@ -173,7 +174,7 @@ func (l *lineWriter) Flush() error {
 	if len(l.pending) == 0 {
 		return nil
 	}
-	l.out = Append(l.out[:0], l.pending)
+	l.out = appendTermSafe(l.out[:0], l.pending)
 	l.pending = l.pending[:0]
 	_, err := l.w.Write(l.out)
 	return err
