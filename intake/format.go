@@ -38,17 +38,27 @@ func (f Format) String() string {
 //     when it is an object whose first key is "resourceLogs", else NDJSON.
 //   - text/plain: one message per line.
 //   - application/x-protobuf (or application/protobuf): OTLP protobuf.
+//   - multipart/form-data: a 415, whatever the body: what a browser
+//     posts from a form of any site without asking first.
 //   - no or any other content type: '{' means NDJSON (or OTLP JSON as above),
-//     '[' a JSON array; anything else is a 415.
+//     '[' a JSON array; anything else is a 415. This includes
+//     application/x-www-form-urlencoded, what curl -d sends by default.
 //
-// With otlpAllowed false (the logins endpoint) OTLP bodies are a 415. The
-// body must already be decompressed.
+// With otlpAllowed false (the logins endpoint) OTLP bodies and text/plain
+// are a 415: logins are JSON only. The body must already be decompressed.
 func DetectFormat(contentType string, body []byte, otlpAllowed bool) (Format, error) {
 	mt := contentType
 	if i := strings.IndexByte(mt, ';'); i >= 0 {
 		mt = mt[:i]
 	}
 	mt = strings.TrimSpace(mt)
+	if eqAny(mt, "multipart/form-data") || (!otlpAllowed && eqAny(mt, "text/plain")) {
+		accepted := "application/x-ndjson, application/json, text/plain or application/x-protobuf (OTLP)"
+		if !otlpAllowed {
+			accepted = "application/x-ndjson or application/json"
+		}
+		return 0, errorf(http.StatusUnsupportedMediaType, "cannot accept a %s body here: send %s", mt, accepted)
+	}
 	first := firstByte(body)
 	var f Format
 	switch {
