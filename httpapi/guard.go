@@ -217,7 +217,7 @@ func (s *Server) checkSameOrigin(ctx *fasthttp.RequestCtx) bool {
 // refuse answers err before the request's body is read: with a body on
 // its way, the connection is closed after the answer, lingering as for 413
 // (linger.go), so the body is never taken for the next request.
-func (s *Server) refuse(ctx *fasthttp.RequestCtx, err *httperr.Error) {
+func (s *Server) refuse(ctx *fasthttp.RequestCtx, err error) {
 	writeError(ctx, err)
 	if ctx.Request.Header.ContentLength() != 0 {
 		s.answerThenLinger(ctx)

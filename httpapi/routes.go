@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/pprofhandler"
 
+	"ingest/intake"
 	"ingest/internal/httperr"
 )
 
@@ -42,9 +43,10 @@ func (s *Server) newRoutes() routes {
 	rt.api = []route{
 		{name: "get_stats", match: under("/v1/stats"), serve: allowOnly(fasthttp.MethodGet, s.stats)},
 		{name: "post_retention", match: is("/v1/retention"), serve: allowOnly(fasthttp.MethodPost, unscoped("retention", s.retention))},
-		{name: "post_logs", method: fasthttp.MethodPost, match: under("/v1/logs"), serve: func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, false) }},
+		{name: "post_logs", method: fasthttp.MethodPost, match: under("/v1/logs"),
+			serve: s.parsedTypesOnly(false, func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, false) })},
 		{name: "post_logins", method: fasthttp.MethodPost, match: is("/v1/logins"),
-			serve: unscoped("posting login attempts", func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, true) })},
+			serve: unscoped("posting login attempts", s.parsedTypesOnly(true, func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, true) }))},
 		{name: "get_logs", method: fasthttp.MethodGet, match: is("/v1/logs"), serve: s.queryLogs},
 		{name: "get_logins", method: fasthttp.MethodGet, match: below("/v1/logins/"), serve: s.queryLogins},
 		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.tailLogs},
@@ -156,6 +158,19 @@ func unscoped(what string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 		if requireUnscoped(ctx, what) {
 			h(ctx)
 		}
+	}
+}
+
+// parsedTypesOnly refuses (415) a body of a content type the intake never
+// parses (intake.CheckContentType) before reading it, so that a form
+// costs neither memory nor the read.
+func (s *Server) parsedTypesOnly(logins bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if err := intake.CheckContentType(string(ctx.Request.Header.ContentType()), !logins); err != nil {
+			s.refuse(ctx, err)
+			return
+		}
+		h(ctx)
 	}
 }
 

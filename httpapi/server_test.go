@@ -148,6 +148,10 @@ func (f *fixture) do(t testing.TB, method, path string, hdr map[string]string, b
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://ingest"+path, bytes.NewReader(body))
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := f.client.Do(req)
