@@ -96,11 +96,17 @@ func (g *hostGuard) allows(host []byte) bool {
 		return true
 	}
 	h := host
-	if h[0] == '[' { // [v6] or [v6]:port
-		if end := bytes.IndexByte(h, ']'); end > 0 {
-			h = h[1:end]
+	if h[0] == '[' { // [v6] or [v6]:port, nothing else
+		end := bytes.IndexByte(h, ']')
+		if end < 0 || (end+1 < len(h) && (h[end+1] != ':' || !isPort(h[end+2:]))) {
+			return false
 		}
-	} else if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[:i], ':') < 0 {
+		return isIPAddress(h[1:end])
+	}
+	if i := bytes.LastIndexByte(h, ':'); i >= 0 && bytes.IndexByte(h[:i], ':') < 0 {
+		if !isPort(h[i+1:]) {
+			return false
+		}
 		h = h[:i] // name:port or v4:port; a bare v6 address keeps its colons
 	}
 	h = bytes.TrimSuffix(h, []byte("."))
@@ -120,6 +126,17 @@ func (g *hostGuard) allows(host []byte) bool {
 		}
 	}
 	return isIPAddress(h)
+}
+
+// isPort reports whether p is a port number's digits (or nothing, as
+// "host:" is read).
+func isPort(p []byte) bool {
+	for _, c := range p {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isIPAddress reports whether h is an IPv4 or IPv6 address (a zone, as

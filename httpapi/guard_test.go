@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +50,9 @@ func TestHostGuard(t *testing.T) {
 		f(listen, "", "1.2.3", false)
 		f(listen, "", "1.2.3.4.5", false)
 		f(listen, "", "1.2.3.", false)
+		f(listen, "", "[::]0", false) // malformed: what no browser sends
+		f(listen, "", "0.0.0.0:]", false)
+		f(listen, "", "localhost:80x", false)
 	}
 	f("logs.internal:8080", "", "logs.internal:8080", true)
 	f("logs.internal:8080", "", "Logs.Internal", true)
@@ -207,4 +212,32 @@ func TestProfileAccess(t *testing.T) {
 	if status, body := guardRequest(t, closed, "GET", "127.0.0.1", "/v1/services", map[string]string{"Authorization": "Bearer scoped"}, ""); status != 200 {
 		t.Errorf("GET /v1/services with a scoped token = %d %s", status, body)
 	}
+}
+
+// FuzzHostGuard: whatever the Host header, the guard never accepts a name
+// that is not the server's: what it lets through is empty, an IP address
+// or one of the names, as the standard library reads the header.
+func FuzzHostGuard(f *testing.F) {
+	for _, h := range []string{"", "localhost:8080", "evil.example", "[::1]:80", "127.0.0.1", "[fe80::1%eth0]", "ingest.", "a:b:c", "[x]y", "1.2.3.4:5:6"} {
+		f.Add(h)
+	}
+	g := newHostGuard(&Config{Listen: ":8080", AdvertiseURL: "http://ingest:8080"})
+	f.Fuzz(func(t *testing.T, h string) {
+		if !g.allows([]byte(h)) || h == "" {
+			return
+		}
+		host := h
+		if hh, _, err := net.SplitHostPort(h); err == nil {
+			host = hh
+		}
+		host = strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ".")
+		addr := host
+		if i := strings.IndexByte(addr, '%'); i >= 0 {
+			addr = addr[:i]
+		}
+		if _, err := netip.ParseAddr(addr); err == nil || g.names[host] {
+			return
+		}
+		t.Fatalf("Host %q allowed: %q is neither an address nor one of %v", h, host, g.names)
+	})
 }
