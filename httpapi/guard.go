@@ -110,7 +110,7 @@ func (g *hostGuard) allows(host []byte) bool {
 		h = h[:i] // name:port or v4:port; a bare v6 address keeps its colons
 	}
 	h = bytes.TrimSuffix(h, []byte("."))
-	if g.names[string(h)] { // no allocation: a map index by a converted []byte
+	if g.names[string(h)] || isIPAddress(h) { // no allocation: a map index by a converted []byte
 		return true
 	}
 	var lower [253]byte // the longest DNS name
@@ -121,11 +121,9 @@ func (g *hostGuard) allows(host []byte) bool {
 			}
 			lower[i] = c
 		}
-		if g.names[string(lower[:len(h)])] {
-			return true
-		}
+		return g.names[string(lower[:len(h)])]
 	}
-	return isIPAddress(h)
+	return false
 }
 
 // isPort reports whether p is a port number's digits (or nothing, as
