@@ -144,7 +144,7 @@ func writeMeta(p string, meta map[string]string) (created bool, err error) {
 
 // createMeta makes a new sidecar holding js in its first slot.
 func createMeta(mp string, js []byte) error {
-	f, err := os.OpenFile(mp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(mp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}

@@ -26,22 +26,33 @@ type FileStore struct {
 
 // NewFileStore creates root if needed.
 func NewFileStore(root string) (*FileStore, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create blob directory %s: %w", root, err)
 	}
 	return &FileStore{Root: root}, nil
 }
 
+// path is where the blob name lives under Root. A name is a relative
+// slash-separated path without empty, dot or hidden segments, so no name
+// reaches outside Root or a metadata sidecar.
 func (s *FileStore) path(name string) (string, error) {
+	if why := badPath(name); why != "" {
+		return "", fmt.Errorf("cannot use blob name %q: %s", name, why)
+	}
+	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
+}
+
+// badPath says why name is no path under Root, or returns "".
+func badPath(name string) string {
 	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") {
-		return "", fmt.Errorf("cannot use blob name %q: not a relative slash-separated path", name)
+		return "not a relative slash-separated path"
 	}
 	for _, part := range strings.Split(name, "/") {
 		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, ".") {
-			return "", fmt.Errorf("cannot use blob name %q: empty, dot or hidden path segment", name)
+			return "empty, dot or hidden path segment"
 		}
 	}
-	return filepath.Join(s.Root, filepath.FromSlash(name)), nil
+	return ""
 }
 
 // Create implements Store.
@@ -50,13 +61,13 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	// The exclusive create is the claim; the metadata follows. A crash in
 	// between leaves a blob without metadata, which readers treat as
 	// "may hold anything" and read.
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return ErrExists
 	}
@@ -173,10 +184,14 @@ func (s *FileStore) Stat(_ context.Context, name string) (BlobInfo, error) {
 	return BlobInfo{Name: name, Size: st.Size(), Metadata: readMeta(p)}, nil
 }
 
-// List implements Store. It walks only the directory the prefix names.
+// List implements Store. It walks only the directory the prefix names,
+// which must be a path under Root as a blob name is ("../" is refused).
 func (s *FileStore) List(ctx context.Context, prefix string, fn func(BlobInfo) error) error {
 	dir := s.Root
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		if why := badPath(prefix[:i]); why != "" {
+			return fmt.Errorf("cannot list blobs under %q: its folders are %s; blob names have none", prefix, why)
+		}
 		dir = filepath.Join(s.Root, filepath.FromSlash(prefix[:i]))
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

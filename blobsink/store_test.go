@@ -88,6 +88,40 @@ func TestFileStoreRejectsNames(t *testing.T) {
 	}
 }
 
+// TestFileStoreListStaysInRoot: a prefix whose folders climb out of the
+// root (or name a hidden or dot folder) is refused; a file beside the root
+// whose name the prefix would match is never listed.
+func TestFileStoreListStaysInRoot(t *testing.T) {
+	root := t.TempDir()
+	s, err := blobsink.NewFileStore(filepath.Join(root, "blobs", "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := os.WriteFile(filepath.Join(root, "secret.log"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, "svc/2026/11/21/1800/000001.log", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"../../secret", "../../", "svc/../../../secret", "/../../secret", "svc//2026", "./svc", `svc\..\../x`, ".hidden/x"} {
+		var names []string
+		err := s.List(ctx, prefix, func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil })
+		if err == nil || len(names) > 0 {
+			t.Errorf("List(%q) = %q, %v; want a refusal and nothing listed", prefix, names, err)
+		}
+	}
+	for _, prefix := range []string{"", "s", "svc/", "svc/2026/11/21/18", ".."} {
+		var names []string
+		if err := s.List(ctx, prefix, func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil }); err != nil {
+			t.Errorf("List(%q): %v", prefix, err)
+		}
+		if want := prefix != ".."; (len(names) == 1) != want {
+			t.Errorf("List(%q) = %q", prefix, names)
+		}
+	}
+}
+
 func TestFileStoreListSkipsSidecars(t *testing.T) {
 	s, err := blobsink.NewFileStore(t.TempDir())
 	if err != nil {

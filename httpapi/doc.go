@@ -6,7 +6,7 @@
 //
 //	GET  /healthz, /readyz, /metrics     open (/metrics behind a token with --metrics-auth)
 //	GET  /, /ui/...                      the query page (package web)
-//	GET  /debug/pprof/...                with --pprof, behind a token
+//	GET  /debug/pprof/...                with --pprof: an unscoped token, or a loopback client without tokens
 //	POST /v1/logs, /v1/logs/{service}    log events (NDJSON, JSON array, text, OTLP)
 //	POST /v1/logins                      login attempts
 //	GET  /v1/logs?service=S&from=T&to=T  query by blob prefix, NDJSON, streamed
@@ -15,7 +15,10 @@
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
 //
-// Every /v1/ path needs a token when --tokens is set, known or not.
+// Every /v1/ path needs a token when --tokens is set, known or not. Before
+// any route, guard.go refuses a Host that names another site when no
+// tokens are set (DNS rebinding; the probes excepted) and a write a
+// browser sent from another origin (cross-site forms).
 //
 // A request's body is read through a byte budget for bodies in flight
 // (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive

@@ -106,7 +106,10 @@ func (s *Server) page(ctx *fasthttp.RequestCtx) {
 	}
 	ctx.SetContentType(ctype)
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
+	// No other site may frame the page (clickjacking): frame-ancestors for
+	// current browsers, X-Frame-Options for those before CSP level 2.
+	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+	ctx.Response.Header.Set("X-Frame-Options", "DENY")
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetBody(body)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/pprofhandler"
 
+	"ingest/intake"
 	"ingest/internal/httperr"
 )
 
@@ -37,14 +38,15 @@ func (s *Server) newRoutes() routes {
 		{name: "page", method: fasthttp.MethodGet, match: isPage, serve: s.page},
 	}
 	if s.cfg.Pprof {
-		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withToken(pprofhandler.PprofHandler)})
+		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withProfileAccess(pprofhandler.PprofHandler)})
 	}
 	rt.api = []route{
 		{name: "get_stats", match: under("/v1/stats"), serve: allowOnly(fasthttp.MethodGet, s.stats)},
 		{name: "post_retention", match: is("/v1/retention"), serve: allowOnly(fasthttp.MethodPost, unscoped("retention", s.retention))},
-		{name: "post_logs", method: fasthttp.MethodPost, match: under("/v1/logs"), serve: func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, false) }},
+		{name: "post_logs", method: fasthttp.MethodPost, match: under("/v1/logs"),
+			serve: s.parsedTypesOnly(false, func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, false) })},
 		{name: "post_logins", method: fasthttp.MethodPost, match: is("/v1/logins"),
-			serve: unscoped("posting login attempts", func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, true) })},
+			serve: unscoped("posting login attempts", s.parsedTypesOnly(true, func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, true) }))},
 		{name: "get_logs", method: fasthttp.MethodGet, match: is("/v1/logs"), serve: s.queryLogs},
 		{name: "get_logins", method: fasthttp.MethodGet, match: below("/v1/logins/"), serve: s.queryLogins},
 		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.tailLogs},
@@ -59,6 +61,14 @@ func (s *Server) newRoutes() routes {
 // dispatch serves the request by the route table and returns the name of
 // the route that answered it.
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx) string {
+	// The probes answer whatever the Host: Kubernetes and load balancers
+	// name the pod or node as they see fit (guard.go).
+	if !isProbe(ctx.Path()) && !s.checkHost(ctx) {
+		return "refused_host"
+	}
+	if !s.checkSameOrigin(ctx) {
+		return "refused_cross_site"
+	}
 	if r := find(ctx, s.routes.open); r != nil {
 		r.serve(ctx)
 		return r.name
@@ -120,6 +130,11 @@ func anyOf(ms ...func([]byte) bool) func([]byte) bool {
 	}
 }
 
+// isProbe matches the health probes' paths.
+func isProbe(path []byte) bool {
+	return string(path) == "/healthz" || string(path) == "/readyz"
+}
+
 // isPage matches the web page's paths: "/" and "/ui/...".
 func isPage(path []byte) bool {
 	return string(path) == "/" || bytes.HasPrefix(path, []byte("/ui/"))
@@ -146,12 +161,16 @@ func unscoped(what string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	}
 }
 
-// withToken serves h only with a known token when tokens are set.
-func (s *Server) withToken(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+// parsedTypesOnly refuses (415) a body of a content type the intake never
+// parses (intake.CheckContentType) before reading it, so that a form
+// costs neither memory nor the read.
+func (s *Server) parsedTypesOnly(logins bool, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.authorize(ctx) {
-			h(ctx)
+		if err := intake.CheckContentType(string(ctx.Request.Header.ContentType()), !logins); err != nil {
+			s.refuse(ctx, err)
+			return
 		}
+		h(ctx)
 	}
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	MaxConns             int
 	MaxConnsPerIP        int
 	Pprof                bool
+	// AdvertiseURL is how other instances and clients reach this server
+	// (http or https, no path); its host is also accepted in Host headers.
+	AdvertiseURL string
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -72,7 +75,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.MaxHeaderBytes, "max-header-bytes", c.MaxHeaderBytes, "largest request line plus headers (431 past it)")
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
-	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (with --tokens to tokens without a service list, else to clients on this machine only)")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "the URL other instances and clients reach this server by; its host is also accepted in Host headers")
 }
 
 // Validate checks the settings. It changes nothing.
@@ -91,6 +95,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
 		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
+	}
+	if c.AdvertiseURL != "" {
+		if _, err := advertisedHost(c.AdvertiseURL); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -121,6 +130,7 @@ type Server struct {
 	deps     Deps
 	tokens   atomic.Pointer[tokenSet] // nil: no tokens, every route is open
 	certs    *certReloader            // nil: plain HTTP
+	hosts    *hostGuard               // the names Host may give without tokens
 	srv      *fasthttp.Server
 	inflight *admission.Budget
 	closing  atomic.Bool
@@ -143,7 +153,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, deps: deps}
+	s := &Server{cfg: cfg, deps: deps, hosts: newHostGuard(&cfg)}
 	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
 	if cfg.TokensFile != "" {
 		ts, err := readTokensFile(cfg.TokensFile, deps.LocalToken)
@@ -176,8 +186,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		TCPKeepalive:          true,                    // dead peers of long streams (tail) go away
 		NoDefaultServerHeader: false,
 		NoDefaultContentType:  true,
-		ReduceMemoryUsage:     false,
-		Logger:                fasthttpLogger{deps.Log},
+		// No form is ever read: without this fasthttp parses a multipart
+		// body before the handler, in memory (or temporary files) the
+		// budgets do not count, and the intake's 415 never runs.
+		DisablePreParseMultipartForm: true,
+		ReduceMemoryUsage:            false,
+		Logger:                       fasthttpLogger{deps.Log},
 	}
 	return s, nil
 }
@@ -231,6 +245,7 @@ func (s *Server) Listen() (net.Addr, error) {
 	if s.certs != nil {
 		s.ln = tls.NewListener(s.ln, s.certs.config())
 	}
+	s.warnIfOpen(ln.Addr())
 	return ln.Addr(), nil
 }
 

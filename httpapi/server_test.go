@@ -111,6 +111,9 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 	if cfg.MaxBodyBytes == 0 {
 		cfg = Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: 10 * time.Second, TokensFile: cfg.TokensFile, MetricsAuth: cfg.MetricsAuth}
 	}
+	if cfg.AdvertiseURL == "" {
+		cfg.AdvertiseURL = "http://ingest" // the name the tests reach the server by
+	}
 	f.srv, err = New(cfg, Deps{Buffer: f.buf, Blobs: store, Logins: logins, Registry: reg, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +148,10 @@ func (f *fixture) do(t testing.TB, method, path string, hdr map[string]string, b
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://ingest"+path, bytes.NewReader(body))
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := f.client.Do(req)

@@ -38,17 +38,19 @@ func (f Format) String() string {
 //     when it is an object whose first key is "resourceLogs", else NDJSON.
 //   - text/plain: one message per line.
 //   - application/x-protobuf (or application/protobuf): OTLP protobuf.
+//   - multipart/form-data: a 415, whatever the body: what a browser
+//     posts from a form of any site without asking first.
 //   - no or any other content type: '{' means NDJSON (or OTLP JSON as above),
-//     '[' a JSON array; anything else is a 415.
+//     '[' a JSON array; anything else is a 415. This includes
+//     application/x-www-form-urlencoded, what curl -d sends by default.
 //
-// With otlpAllowed false (the logins endpoint) OTLP bodies are a 415. The
-// body must already be decompressed.
+// With otlpAllowed false (the logins endpoint) OTLP bodies and text/plain
+// are a 415: logins are JSON only. The body must already be decompressed.
 func DetectFormat(contentType string, body []byte, otlpAllowed bool) (Format, error) {
-	mt := contentType
-	if i := strings.IndexByte(mt, ';'); i >= 0 {
-		mt = mt[:i]
+	if err := CheckContentType(contentType, otlpAllowed); err != nil {
+		return 0, err
 	}
-	mt = strings.TrimSpace(mt)
+	mt := mediaType(contentType)
 	first := firstByte(body)
 	var f Format
 	switch {
@@ -79,6 +81,29 @@ func DetectFormat(contentType string, body []byte, otlpAllowed bool) (Format, er
 			"cannot accept an OTLP body here: this endpoint takes NDJSON or a JSON array")
 	}
 	return f, nil
+}
+
+// CheckContentType refuses (415) the content types a body is refused for
+// whatever it holds, so a server can answer before reading it:
+// multipart/form-data, and text/plain where otlpAllowed is false (logins).
+func CheckContentType(contentType string, otlpAllowed bool) error {
+	mt := mediaType(contentType)
+	if !eqAny(mt, "multipart/form-data") && (otlpAllowed || !eqAny(mt, "text/plain")) {
+		return nil
+	}
+	accepted := "application/x-ndjson, application/json, text/plain or application/x-protobuf (OTLP)"
+	if !otlpAllowed {
+		accepted = "application/x-ndjson or application/json"
+	}
+	return errorf(http.StatusUnsupportedMediaType, "cannot accept a %s body here: send %s", mt, accepted)
+}
+
+// mediaType is a Content-Type without its parameters.
+func mediaType(contentType string) string {
+	if i := strings.IndexByte(contentType, ';'); i >= 0 {
+		contentType = contentType[:i]
+	}
+	return strings.TrimSpace(contentType)
 }
 
 func eqAny(s string, names ...string) bool {

@@ -35,6 +35,11 @@ func TestDetectFormat(t *testing.T) {
 		{"", `[{"msg":"a"}]`, true, FormatJSONArray, 0},
 		{"", otlpJSON, true, FormatOTLPJSON, 0},
 		{"application/x-www-form-urlencoded", `{"msg":"a"}`, true, FormatNDJSON, 0}, // curl -d
+		{"application/x-www-form-urlencoded", `{"user":"a"}`, false, FormatNDJSON, 0},
+		{"multipart/form-data", `{"msg":"a"}`, true, 0, 415}, // a cross-site fetch can send this without asking
+		{"Multipart/Form-Data; boundary=x", `{"user":"a"}`, false, 0, 415},
+		{"text/plain", `{"user":"a"}`, false, 0, 415}, // logins are JSON: a cross-site form can send text/plain
+		{"text/plain;charset=UTF-8", "[]", false, 0, 415},
 		{"", "\xef\xbb\xbf{\"msg\":\"a\"}", true, FormatNDJSON, 0},
 		{"", "", true, FormatNDJSON, 0},
 		{"", "hello", true, 0, 415},

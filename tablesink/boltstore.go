@@ -36,7 +36,7 @@ type BoltStore struct {
 // OpenBolt opens (creating) the database at path, for example
 // storage.Config.TableFile().
 func OpenBolt(path string) (*BoltStore, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the table store directory: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})

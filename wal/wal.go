@@ -183,13 +183,13 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.SpareSegments == 0 {
 		opts.SpareSegments = 8
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create write-ahead log directory %s: %w", dir, err)
 	}
 	l := &Log{dir: dir, opts: opts, nextLSN: 1, queue: make(chan *request, 8192), stopped: make(chan struct{})}
 	l.create = func(path string) (segmentFile, error) {
 		// No O_TRUNC: a reused spare keeps its blocks (see rotate).
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,33 @@ func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backen
 		b.close = func() { bolt.Close() }
 	}
 	return b, nil
+}
+
+// tightenDataDir makes the folders the server keeps its data in, the
+// write-ahead log and the embedded blobs, private to its user (0700), as
+// this version creates them: a data directory written by an older version
+// has them 0755 with files 0644 inside, and the log holds login attempts
+// with their IPs. Closing the two folders closes everything below them, so
+// no file is walked. The data directory itself is left as the operator
+// made it: it may hold other things.
+func tightenDataDir(cfg *storage.Config, log *slog.Logger) error {
+	for _, dir := range []string{cfg.WALDir(), filepath.Dir(cfg.BlobDir())} {
+		st, err := os.Stat(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cannot check the permissions of %s: %w", dir, err)
+		}
+		if st.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("cannot make %s private to its user (it is %v): %w", dir, st.Mode().Perm(), err)
+		}
+		log.Info("data folder made private to this user", "dir", dir, "was", st.Mode().Perm().String(), "now", "-rwx------")
+	}
+	return nil
 }
 
 // readyProbe checks that blob storage answers.

@@ -48,10 +48,11 @@ func lsCommand(fs *pflag.FlagSet) func() error {
 		w := bufio.NewWriter(os.Stdout)
 		defer w.Flush()
 		for _, b := range blobs {
-			fmt.Fprintf(w, "%s\t%d", b.Name, b.Size)
+			// Names and metadata are whatever a writer of the container set.
+			fmt.Fprintf(w, "%s\t%d", termSafe(b.Name), b.Size)
 			for _, k := range []string{blobsink.MetaLogVersion, blobsink.MetaStartTime, blobsink.MetaEndTime, blobsink.MetaLogType, blobsink.MetaEventCount, blobsink.MetaLateness} {
 				if v, ok := blobsink.MetaValue(b.Metadata, k); ok {
-					fmt.Fprintf(w, "\t%s=%s", k, v)
+					fmt.Fprintf(w, "\t%s=%s", k, termSafe(v))
 				}
 			}
 			fmt.Fprintln(w)
@@ -79,8 +80,11 @@ func catCommand(fs *pflag.FlagSet) func() error {
 			return fmt.Errorf("cannot open blob %s: %w", name, err)
 		}
 		defer rc.Close()
-		_, err = io.Copy(os.Stdout, rc)
-		return err
+		out := termLines(os.Stdout)
+		if _, err = io.Copy(out, rc); err != nil {
+			return err
+		}
+		return out.Flush()
 	}
 }
 
@@ -118,7 +122,9 @@ func queryCommand(fs *pflag.FlagSet) func() error {
 			return err
 		}
 		defer be.close()
-		w := bufio.NewWriterSize(os.Stdout, 256<<10)
+		out := termLines(os.Stdout)
+		defer out.Flush()
+		w := bufio.NewWriterSize(out, 256<<10)
 		defer w.Flush()
 		var st query.Stats
 		if *format == "ndjson" {
@@ -178,7 +184,9 @@ func loginsCommand(fs *pflag.FlagSet) func() error {
 			}
 		}
 		if *format == "ndjson" {
-			w := bufio.NewWriter(os.Stdout)
+			out := termLines(os.Stdout)
+			defer out.Flush()
+			w := bufio.NewWriter(out)
 			defer w.Flush()
 			for _, r := range rows {
 				w.Write(r.json)
@@ -190,7 +198,8 @@ func loginsCommand(fs *pflag.FlagSet) func() error {
 		defer tw.Flush()
 		fmt.Fprintln(tw, "TIME\tSUCCESS\tIP\tID\tUSER AGENT")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Time, r.success(), r.IP, r.ID, r.UA)
+			// IP, id and user agent are what the client sent.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(r.Time), r.success(), termSafe(r.IP), termSafe(r.ID), termSafe(r.UA))
 		}
 		return nil
 	}
@@ -308,7 +317,7 @@ func retentionCommand(fs *pflag.FlagSet) func() error {
 			verb = "would delete"
 		}
 		for _, t := range deleted {
-			fmt.Printf("%s %s\n", verb, t)
+			fmt.Printf("%s %s\n", verb, termSafe(t))
 		}
 		if err == nil && len(deleted) == 0 {
 			fmt.Printf("no login table is older than %d days\n", retentionDays)

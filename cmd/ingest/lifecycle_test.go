@@ -71,7 +71,7 @@ func TestSIGTERMWithRequestInFlight(t *testing.T) {
 	}
 	defer conn.Close()
 	half := len(body) / 2
-	fmt.Fprintf(conn, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", len(body))
+	fmt.Fprintf(conn, "POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", len(body))
 	if _, err := conn.Write(body[:half]); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@
 // from in request order (storage, the sinks and counters, the buffer's
 // stream registry wiring them); backend.go opens storage for every command;
 // commands.go, tail.go, healthcheck.go and version.go are the other
-// commands; runfile.go records a running server for the commands beside it.
+// commands; runfile.go records a running server for the commands beside it;
+// terminal.go escapes stored text on its way to a terminal.
 package main
 
 import (
@@ -79,7 +80,8 @@ func main() {
 		if errors.Is(err, pflag.ErrHelp) {
 			return
 		}
-		fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
+		// An error may quote what a server or storage answered.
+		fmt.Fprintf(os.Stderr, "ingest %s: %s\n", name, termSafe(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -278,3 +278,42 @@ func waitTailReaders(t *testing.T, s *server, n int) {
 	}
 	t.Fatalf("the server never counted %d tail readers", n)
 }
+
+// TestPageCannotBeFramed: in Chromium, a frame showing the query page (here
+// inside the page itself, the most lenient case: same origin) stays empty,
+// so no other site can overlay it to trick clicks.
+func TestPageCannotBeFramed(t *testing.T) {
+	browser := chromium(t)
+	s := start(t, t.TempDir())
+	resp, err := http.Get(s.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("GET / answers Content-Security-Policy %q, X-Frame-Options %q", csp, resp.Header.Get("X-Frame-Options"))
+	}
+	bctx := headless(t, browser)
+	var framed string
+	err = chromedp.Run(bctx,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.WaitReady("#status", chromedp.ByID),
+		chromedp.Evaluate(`(() => {
+			const f = document.createElement('iframe');
+			f.onload = () => setTimeout(() => {
+				let d = null;
+				try { d = f.contentDocument; } catch (e) {}
+				window.framed = d && d.getElementById('status') ? 'shown' : 'blocked';
+			}, 200);
+			f.src = '/?service=api';
+			document.body.appendChild(f);
+		})()`, nil),
+		chromedp.Poll(`window.framed || null`, &framed, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if framed != "blocked" {
+		t.Fatalf("the page in a frame was %s, want blocked", framed)
+	}
+}

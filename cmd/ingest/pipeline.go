@@ -55,6 +55,9 @@ func newRegistry() *prometheus.Registry {
 // whose stream registry wires them; opening the buffer replays the
 // write-ahead log, re-queueing whatever a crash left.
 func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, reg prometheus.Registerer, log *slog.Logger) (_ *pipeline, err error) {
+	if err := tightenDataDir(scfg, log); err != nil {
+		return nil, err
+	}
 	be, err := openBackend(ctx, scfg, true)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,10 @@ func tailCommand(fs *pflag.FlagSet) func() error {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, os.Stdout, os.Stderr)
+		out, errOut := termLines(os.Stdout), termLines(os.Stderr)
+		defer out.Flush()
+		defer errOut.Flush()
+		err = followTail(ctx, client, strings.TrimRight(base, "/")+"/v1/tail?"+v.Encode(), tok, out, errOut)
 		if ctx.Err() != nil {
 			return nil // interrupted: the normal way to stop following
 		}
