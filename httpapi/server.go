@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,6 +39,9 @@ type Config struct {
 	MaxConns             int
 	MaxConnsPerIP        int
 	Pprof                bool
+	// MaxConcurrentQueries bounds the reads that scan storage at once
+	// (querygate.go); 0 means DefaultMaxConcurrentQueries.
+	MaxConcurrentQueries int
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -52,6 +56,7 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:       16 << 10,
 		MaxConns:             10000,
 		MaxConnsPerIP:        1000,
+		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
 	}
 }
 
@@ -73,6 +78,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+	fs.IntVar(&c.MaxConcurrentQueries, "max-concurrent-queries", c.MaxConcurrentQueries, "reads that scan storage at once (GET /v1/logs and its histograms, /v1/logins/{user}, /v1/services); past it a read waits up to 2 s, then gets 429")
 }
 
 // Validate checks the settings. It changes nothing.
@@ -91,6 +97,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
 		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
+	}
+	if c.MaxConcurrentQueries < 0 {
+		return fmt.Errorf("cannot use --max-concurrent-queries %d: want at least 1", c.MaxConcurrentQueries)
 	}
 	return nil
 }
@@ -133,6 +142,8 @@ type Server struct {
 	// lingering counts connections reading and dropping the rest of a
 	// refused body (linger.go).
 	lingering atomic.Int32
+	queries   *queryGate // reads that scan storage (querygate.go)
+	panics    *panicLog  // recovered panics (panics.go)
 }
 
 // New builds the server; Serve starts it.
@@ -160,6 +171,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.certs = r
 	}
 	s.met = newMetrics(deps.Registry)
+	s.queries = newQueryGate(cmp.Or(cfg.MaxConcurrentQueries, DefaultMaxConcurrentQueries))
+	s.panics = newPanicLog(deps.Log, s.met.panics)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.routes = s.newRoutes()
@@ -263,12 +276,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // handle serves a request by the route table and counts it under its
-// route.
+// route. A panic in it answers 500 and is logged and counted (panics.go).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	route := s.dispatch(ctx)
-	s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
-	s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	route := "panic"
+	defer func() {
+		if p := recover(); p != nil {
+			s.recovered(ctx, p)
+		}
+		s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
+		s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	}()
+	route = s.dispatch(ctx)
 }
 
 func (s *Server) ready(ctx *fasthttp.RequestCtx) {
