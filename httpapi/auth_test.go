@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -337,5 +338,20 @@ func TestDigestsEqual(t *testing.T) {
 				t.Fatalf("digests differing in byte %d bit %#x compare equal", i, bit)
 			}
 		}
+	}
+}
+
+// TestTokenLookupNeverMixesEntries: even given entries parseTokens would
+// refuse (a token twice), the lookup returns one of the token's own
+// entries, never another token's: ORing the matches' indices turned
+// entries 1 and 2 into entry 3.
+func TestTokenLookupNeverMixesEntries(t *testing.T) {
+	e := func(tok string, prefixes ...string) tokenEntry {
+		return tokenEntry{digest: sha256.Sum256([]byte(tok)), prefixes: prefixes}
+	}
+	ts := &tokenSet{entries: []tokenEntry{e("dup", "checkout"), e("dup", "payments-"), e("local")}}
+	got := ts.lookup([]byte("dup"))
+	if got == nil || got.unscoped() || (got.prefixes[0] != "checkout" && got.prefixes[0] != "payments-") {
+		t.Fatalf("lookup of a token listed twice found %+v, want one of its own entries", got)
 	}
 }
