@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ingest/internal/httperr"
-	"ingest/internal/panics"
 	"ingest/query"
 )
 
@@ -20,7 +19,7 @@ import (
 // of its own) or in a goroutine a request starts would. handle recovers
 // the handlers' (a 500), streamBody the body writers' (an in-band error
 // line ends the answer), and the query and login readers return their
-// goroutines' panics as a *panics.Error. Each is counted
+// goroutines' panics as a *httperr.Panic. Each is counted
 // (ingest_panics_total) and logged with its stack once per place and
 // minute: a client repeating a request that panics does not flood the log.
 
@@ -52,7 +51,7 @@ func newPanicLog(log *slog.Logger, count *prometheus.CounterVec) *panicLog {
 
 // report counts a recovered panic and logs it with its stack, unless its
 // place was logged less than panicLogEvery ago.
-func (p *panicLog) report(where string, path []byte, e *panics.Error) {
+func (p *panicLog) report(where string, path []byte, e *httperr.Panic) {
 	p.count.WithLabelValues(where).Inc()
 	now := time.Now()
 	key := where + " " + e.Site
@@ -86,7 +85,7 @@ const errInternal = "cannot serve the request: internal error (the server logged
 // nothing can be said any more. A body writer the handler had set is
 // dropped (its writes then fail and it ends).
 func (s *Server) recovered(ctx *fasthttp.RequestCtx, p any) {
-	s.panics.report("handler", ctx.Path(), panics.From(p))
+	s.panics.report("handler", ctx.Path(), httperr.NewPanic(p))
 	ctx.Response.Reset()
 	ctx.SetConnectionClose()
 	writeError(ctx, &httperr.Error{Status: fasthttp.StatusInternalServerError, Msg: errInternal})
@@ -103,7 +102,7 @@ func (s *Server) streamBody(ctx *fasthttp.RequestCtx, done func(), write func(w 
 		defer done()
 		defer func() {
 			if p := recover(); p != nil {
-				s.inBandError(w, path, panics.From(p))
+				s.inBandError(w, path, httperr.NewPanic(p))
 			}
 		}()
 		write(w)
@@ -111,11 +110,11 @@ func (s *Server) streamBody(ctx *fasthttp.RequestCtx, done func(), write func(w 
 }
 
 // inBandError ends a streamed answer with the control line reporting err;
-// a *panics.Error (a reader's goroutine panicked) is logged and counted,
+// a *httperr.Panic (a reader's goroutine panicked) is logged and counted,
 // and the client is told no more than that it happened.
 func (s *Server) inBandError(w *bufio.Writer, path string, err error) {
 	msg := err.Error()
-	if e, ok := panics.As(err); ok {
+	if e, ok := httperr.PanicOf(err); ok {
 		s.panics.report("stream", []byte(path), e)
 		msg = errInternal
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"ingest/internal/httperr"
-	"ingest/internal/panics"
 	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"
@@ -103,7 +102,7 @@ func (s *Server) histogram(ctx *fasthttp.RequestCtx, q query.Query, interval str
 		// 400 for what the query refused before reading; a storage
 		// failure or the time limit is a 503, a panic a 500.
 		status, msg := httperr.StatusOf(err), err.Error()
-		if e, ok := panics.As(err); ok {
+		if e, ok := httperr.PanicOf(err); ok {
 			s.panics.report("handler", ctx.Path(), e)
 			msg = errInternal
 		} else if status == fasthttp.StatusInternalServerError {
@@ -157,9 +156,10 @@ func (s *Server) listServices(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(append(out, "]\n"...))
 }
 
-// maxLoginsLimit bounds GET /v1/logins/{user}?limit=: a day table's
-// attempts are held until they are written.
-const maxLoginsLimit = 10000
+// maxLoginsLimit bounds GET /v1/logins/{user}?limit= silently: more than
+// any day table holds of one user, and far enough from the largest int
+// that the readers' arithmetic on it (a query's top+1) cannot overflow.
+const maxLoginsLimit = 1 << 30
 
 // queryLogins handles GET /v1/logins/{user}?days=D&limit=N: NDJSON, newest
 // first, streamed a day table at a time; a storage error once the answer has
@@ -167,7 +167,7 @@ const maxLoginsLimit = 10000
 // is the path's last segment as sent, percent-decoded once (fasthttp's
 // Path is decoded already: /v1/logins/%2541 is user "%41", not "A").
 // days beyond the retention read nothing more and are taken as the
-// retention (plus tomorrow's table).
+// retention (plus tomorrow's table), a limit over maxLoginsLimit as that.
 func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	user, ok := loginUser(ctx.URI().PathOriginal())
 	if !ok {
@@ -184,11 +184,12 @@ func (s *Server) queryLogins(ctx *fasthttp.RequestCtx) {
 	}
 	days = min(days, s.deps.Logins.RetentionDays()+1)
 	if v := ctx.QueryArgs().Peek("limit"); len(v) > 0 {
-		if limit, err = strconv.Atoi(string(v)); err != nil || limit <= 0 || limit > maxLoginsLimit {
-			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: fmt.Sprintf("bad limit: want a number from 1 to %d", maxLoginsLimit)})
+		if limit, err = strconv.Atoi(string(v)); err != nil || limit <= 0 {
+			writeError(ctx, &httperr.Error{Status: fasthttp.StatusBadRequest, Msg: "bad limit: want a number > 0"})
 			return
 		}
 	}
+	limit = min(limit, maxLoginsLimit)
 	if !s.enterQuery(ctx) {
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"ingest/internal/httperr"
-	"ingest/internal/panics"
 	"ingest/logline"
 )
 
@@ -62,7 +61,7 @@ func CheckInterval(interval time.Duration) error {
 // sorting. A range of more than MaxBuckets intervals is refused before
 // anything is read.
 func RunHistogram(ctx context.Context, store Store, q Query, interval time.Duration) (_ Histogram, st Stats, err error) {
-	defer panics.Recover(&err)
+	defer httperr.Recover(&err)
 	q.Limit, q.Desc = 0, false
 	if err := q.Validate(); err != nil {
 		return Histogram{}, st, refused(err)

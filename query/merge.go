@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"ingest/blobsink"
-	"ingest/internal/panics"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -350,7 +350,7 @@ func (s *stream) readAhead(f *filter, reorder int64) {
 	defer close(s.feed)
 	// A bug reached by one blob's bytes ends this query with an error
 	// (advance returns s.err once feed is closed), not the process.
-	defer panics.Recover(&s.err)
+	defer httperr.Recover(&s.err)
 	r := aheadReader{s: s, f: f, w: reorder, low: s.low, newest: s.low, every: max(reorder/64, 4<<10), early: min(max(reorder/4, 64<<10), 1<<20)}
 	select {
 	case r.b = <-s.free:

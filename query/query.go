@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/flagutil"
-	"ingest/internal/panics"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -244,10 +244,10 @@ func RunNDJSON(ctx context.Context, store Store, q Query, w io.Writer) (Stats, e
 }
 
 // run is Run; with ndjson, fn receives runs of encoded events and no event.
-// A panic is returned as a *panics.Error: a bug one query reaches ends that
+// A panic is returned as a *httperr.Panic: a bug one query reaches ends that
 // query only.
 func run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error, ndjson bool) (st Stats, err error) {
-	defer panics.Recover(&err)
+	defer httperr.Recover(&err)
 	if err := q.Validate(); err != nil {
 		return st, err
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"ingest/blobsink"
-	"ingest/internal/panics"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -541,12 +541,12 @@ func TestQueryPanic(t *testing.T) {
 		for _, desc := range []bool{false, true} {
 			q.Desc = desc
 			_, err := RunNDJSON(context.Background(), panickingStore{s, at}, q, io.Discard)
-			if e, ok := panics.As(err); !ok || e.Value != "bug reached by a blob" {
+			if e, ok := httperr.PanicOf(err); !ok || e.Value != "bug reached by a blob" {
 				t.Fatalf("read %d, desc=%v: err %v, want the recovered panic", at, desc, err)
 			}
 		}
 		_, _, err := RunHistogram(context.Background(), panickingStore{s, at}, q, time.Minute)
-		if _, ok := panics.As(err); !ok {
+		if _, ok := httperr.PanicOf(err); !ok {
 			t.Fatalf("histogram, read %d: err %v, want the recovered panic", at, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 
-	"ingest/internal/panics"
+	"ingest/internal/httperr"
 )
 
 func TestConfig(t *testing.T) {
@@ -419,7 +419,7 @@ func TestTailPanic(t *testing.T) {
 	for _, d := range []int64{-1, 0} { // yesterday, today
 		s.store = panickingQueries{st, tableName(s.prefix, dayOf(day0.UnixNano())+d)}
 		_, err := s.Tail(context.Background(), "carol", 2, 10)
-		if e, ok := panics.As(err); !ok || e.Value != "bug reached by a row" {
+		if e, ok := httperr.PanicOf(err); !ok || e.Value != "bug reached by a row" {
 			t.Fatalf("day %+d: err %v, want the recovered panic", d, err)
 		}
 	}

@@ -1,17 +1,18 @@
-// Package panics turns a panic in a goroutine that serves one request into
-// an error, so that a bug a request reaches ends that request, not the
-// process: fasthttp recovers nothing, and a panic in any goroutine (a
-// handler, a response body writer, a query's read-ahead) exits the process.
+package httperr
+
+// A panic in a goroutine that serves one request becomes an error, so that
+// a bug a request reaches ends that request (a 500), not the process:
+// fasthttp recovers nothing, and a panic in any goroutine (a handler, a
+// response body writer, a query's read-ahead) exits the process.
 //
 //	go func() {
-//		defer panics.Recover(&errs[i])
+//		defer httperr.Recover(&errs[i])
 //		errs[i] = work()
 //	}()
 //
-// The Error keeps the stack of the goroutine that panicked and the place
+// The Panic keeps the stack of the goroutine that panicked and the place
 // (function, file and line) the panic came from, so that a caller can log
 // each place once instead of once per request.
-package panics
 
 import (
 	"errors"
@@ -21,35 +22,35 @@ import (
 	"strings"
 )
 
-// Error is a recovered panic.
-type Error struct {
+// Panic is a recovered panic.
+type Panic struct {
 	Value any    // what was passed to panic
 	Site  string // "function file:line" of the frame that panicked
 	Stack []byte // the panicking goroutine's stack
 }
 
 // Error says an internal error happened, with the panic's value.
-func (e *Error) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
+func (e *Panic) Error() string { return fmt.Sprintf("internal error: %v", e.Value) }
 
-// From makes an Error of p, a value recover returned. Call it from the
+// NewPanic makes a Panic of p, a value recover returned. Call it from the
 // deferred function that recovered: the stack is then still the
 // panicking goroutine's.
-func From(p any) *Error {
-	return &Error{Value: p, Site: site(), Stack: debug.Stack()}
+func NewPanic(p any) *Panic {
+	return &Panic{Value: p, Site: site(), Stack: debug.Stack()}
 }
 
-// Recover, deferred, recovers a panic and stores it in *err as an *Error.
-// It must be the deferred call itself (defer panics.Recover(&err)), since
+// Recover, deferred, recovers a panic and stores it in *err as a *Panic.
+// It must be the deferred call itself (defer httperr.Recover(&err)), since
 // recover only stops a panic when called directly by a deferred function.
 func Recover(err *error) {
 	if p := recover(); p != nil {
-		*err = From(p)
+		*err = NewPanic(p)
 	}
 }
 
-// As returns the *Error err is or wraps.
-func As(err error) (*Error, bool) {
-	var e *Error
+// PanicOf returns the *Panic err is or wraps.
+func PanicOf(err error) (*Panic, bool) {
+	var e *Panic
 	ok := errors.As(err, &e)
 	return e, ok
 }

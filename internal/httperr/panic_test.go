@@ -1,4 +1,4 @@
-package panics
+package httperr
 
 import (
 	"errors"
@@ -20,27 +20,27 @@ func TestRecover(t *testing.T) {
 		f                 func()
 	}{
 		{"explicit", "boom", "TestRecover.func", func() { panic("boom") }},
-		{"runtime", "index out of range [3] with length 1", "panics.index", func() { index([]int{1}, 3) }},
+		{"runtime", "index out of range [3] with length 1", "httperr.index", func() { index([]int{1}, 3) }},
 	} {
 		err := run(c.f)
-		e, ok := As(fmt.Errorf("wrapped: %w", err))
+		e, ok := PanicOf(fmt.Errorf("wrapped: %w", err))
 		if !ok {
-			t.Fatalf("%s: %v is no *Error", c.name, err)
+			t.Fatalf("%s: %v is no *Panic", c.name, err)
 		}
 		if !strings.Contains(e.Error(), c.value) || !strings.HasPrefix(e.Error(), "internal error: ") {
 			t.Errorf("%s: message %q", c.name, e.Error())
 		}
-		if !strings.Contains(e.Site, c.site) || !strings.Contains(e.Site, "panics_test.go:") {
+		if !strings.Contains(e.Site, c.site) || !strings.Contains(e.Site, "panic_test.go:") {
 			t.Errorf("%s: site %q, want the frame in %s", c.name, e.Site, c.site)
 		}
-		if !strings.Contains(string(e.Stack), "panics_test.go") {
+		if !strings.Contains(string(e.Stack), "panic_test.go") {
 			t.Errorf("%s: the stack does not show the panicking frame:\n%s", c.name, e.Stack)
 		}
 	}
 	if err := run(func() {}); err != nil {
 		t.Fatalf("no panic: %v", err)
 	}
-	if _, ok := As(errors.New("plain")); ok {
+	if _, ok := PanicOf(errors.New("plain")); ok {
 		t.Fatal("a plain error is taken for a panic")
 	}
 }
