@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +14,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"ingest/internal/httperr"
-
 	"ingest/buffer"
+	"ingest/internal/httperr"
+	"ingest/logline"
 )
 
 // The tokens file (--tokens) holds one token per line, optionally followed by
@@ -43,34 +44,90 @@ type tokenSet struct {
 	entries []tokenEntry
 }
 
+// maxTokensLine bounds a line of the tokens file (a token and its
+// prefixes).
+const maxTokensLine = 64 << 10
+
 // parseTokens reads a tokens file. Tokens are kept only as SHA-256 digests:
 // comparing digests takes the same time whatever the token's length, and the
-// process never holds the plain tokens after reading them.
-func parseTokens(r io.Reader, name string) (*tokenSet, error) {
+// process never holds the plain tokens after reading them. extra are more
+// unscoped tokens (the server's local token), which the file must not list.
+//
+// The file is checked whole, and an error names the line, never a token: a
+// token listed twice (the lookup would have to choose between its entries),
+// a token with a byte no HTTP client sends in a header (a control
+// character, or a byte outside printable ASCII), a prefix no stored service
+// name can start with, a line over maxTokensLine. Comments (#, at the start
+// of a line or after the token), blank lines, CRLF line ends, tabs and a
+// UTF-8 byte order mark are read as the editor meant them.
+func parseTokens(r io.Reader, name string, extra ...string) (*tokenSet, error) {
+	bad := func(format string, args ...any) (*tokenSet, error) {
+		return nil, fmt.Errorf("cannot use the tokens file %s: "+format, append([]any{name}, args...)...)
+	}
 	ts := &tokenSet{}
+	lineOf := map[[sha256.Size]byte]int{} // digest -> the line listing it
 	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+	sc.Buffer(make([]byte, 0, 4<<10), maxTokensLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if n == 1 {
+			line = strings.TrimPrefix(line, "\uFEFF")
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		fields := strings.Fields(line)
+		if !printableASCII(fields[0]) {
+			return bad("the token on line %d holds a control character, a space or a byte outside printable ASCII, which no client can send in an Authorization header", n)
+		}
 		e := tokenEntry{digest: sha256.Sum256([]byte(fields[0]))}
 		for _, p := range fields[1:] {
 			if strings.HasPrefix(p, "#") {
 				break
 			}
+			if !logline.IsToken([]byte(p)) || strings.HasPrefix(p, ".") {
+				return bad("the service prefix %q on line %d can never match: stored service names hold only A-Za-z0-9._:@- (no wildcards) and do not start with '.'", p, n)
+			}
 			e.prefixes = append(e.prefixes, p)
 		}
+		if first, dup := lineOf[e.digest]; dup {
+			return bad("line %d lists the same token as line %d; list each token once, with all the service prefixes it may write", n, first)
+		}
+		lineOf[e.digest] = n
 		ts.entries = append(ts.entries, e)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return bad("line %d is longer than %d bytes", n+1, maxTokensLine)
+	} else if err != nil {
 		return nil, fmt.Errorf("cannot read the tokens file %s: %w", name, err)
 	}
 	if len(ts.entries) == 0 {
-		return nil, fmt.Errorf("cannot use the tokens file %s: it holds no token (one per line, optionally followed by service prefixes)", name)
+		return bad("it holds no token (one per line, optionally followed by service prefixes)")
+	}
+	for _, t := range extra {
+		if t == "" {
+			continue
+		}
+		d := sha256.Sum256([]byte(t))
+		if line, dup := lineOf[d]; dup {
+			return bad("line %d lists the server's local token (the one it writes to server.json in its data directory for the commands beside it); remove that line", line)
+		}
+		ts.entries = append(ts.entries, tokenEntry{digest: d})
 	}
 	return ts, nil
+}
+
+// printableASCII reports whether s has only bytes from '!' to '~'.
+func printableASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < '!' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // readTokensFile reads the tokens file at path and adds the extra unscoped
@@ -81,26 +138,19 @@ func readTokensFile(path string, extra ...string) (*tokenSet, error) {
 		return nil, fmt.Errorf("cannot read the tokens file: %w", err)
 	}
 	defer f.Close()
-	ts, err := parseTokens(f, path)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range extra {
-		if t != "" {
-			ts.entries = append(ts.entries, tokenEntry{digest: sha256.Sum256([]byte(t))})
-		}
-	}
-	return ts, nil
+	return parseTokens(f, path, extra...)
 }
 
-// lookup finds the entry of tok. Every entry is compared, in constant time,
-// so the time taken says nothing about which entry, if any, matched.
+// lookup finds the entry of tok, the token a request presents. Every entry
+// is compared, in constant time, so the time taken says nothing about which
+// entry, if any, matched; parseTokens refused a token listed twice, so at
+// most one entry matches, and the select keeps exactly that one.
 func (ts *tokenSet) lookup(tok []byte) *tokenEntry {
 	d := sha256.Sum256(tok)
 	found := 0 // index+1 of the match
 	for i := range ts.entries {
 		// Branch-free: the same work whether the entry matches or not.
-		found |= subtle.ConstantTimeSelect(digestsEqual(&d, &ts.entries[i].digest), i+1, 0)
+		found = subtle.ConstantTimeSelect(digestsEqual(&d, &ts.entries[i].digest), i+1, found)
 	}
 	if found == 0 {
 		return nil

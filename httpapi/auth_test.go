@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +41,66 @@ func TestParseTokens(t *testing.T) {
 		if _, err := parseTokens(strings.NewReader(bad), "tokens"); err == nil || !strings.Contains(err.Error(), "holds no token") {
 			t.Errorf("parseTokens(%q) = %v, want an error saying it holds no token", bad, err)
 		}
+	}
+	// What editors and other systems write, read as meant.
+	f("\ufefftok svc\r\nother\r\n", "tok", true, "svc")
+	f("\ufefftok svc\r\nother\r\n", "other", true)
+	f("tok\tsvc-a\t\tsvc-b # both\n", "tok", true, "svc-a", "svc-b")
+	f("last-line-without-newline", "last-line-without-newline", true)
+}
+
+// TestTokensFileRefused: a tokens file the server cannot read as meant is
+// refused whole, naming the line and never the token. A token listed twice
+// used to have its entries' indices ORed: with "dup-tok checkout" and
+// "dup-tok payments-" it selected entry 1|2 = 3, the unscoped local token.
+func TestTokensFileRefused(t *testing.T) {
+	for _, c := range []struct{ name, file, want string }{
+		{"Twice", "a-tok\ndup-tok checkout\ndup-tok payments-\n", "line 3 lists the same token as line 2"},
+		{"TwiceOutOfRange", "a-tok\nb-tok\nc-dup svc-x\nc-dup svc-y\n", "line 4 lists the same token as line 3"},
+		{"TwiceUnscoped", "# x\n\ndup-tok\r\ndup-tok\r\n", "line 4 lists the same token as line 3"},
+		{"BOMInside", "ok-tok\n\ufeffdup-tok\n", "token on line 2 holds"},
+		{"TwiceAcrossComment", "dup-tok # first\n# dup-tok\n  dup-tok\t\n", "line 3 lists the same token as line 1"},
+		{"LocalToken", "a-tok\nlocal-secret checkout\n", "line 2 lists the server's local token"},
+		{"ControlCharacter", "ok-tok\nbad\x01tok\n", "token on line 2 holds a control character"},
+		{"NonASCII", "tök\n", "token on line 1 holds"},
+		{"Wildcard", "tok payments-*\n", `prefix "payments-*" on line 1 can never match`},
+		{"LongLine", "tok\n" + strings.Repeat("x", maxTokensLine+1) + "\n", "line 2 is longer than 65536 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tokens")
+			os.WriteFile(path, []byte(c.file), 0o600)
+			_, err := readTokensFile(path, "local-secret")
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("err %v, want one naming %s and %q", err, path, c.want)
+			}
+			for _, tok := range []string{"dup-tok", "c-dup", "local-secret", "bad\x01tok"} {
+				if strings.Contains(err.Error(), tok) {
+					t.Fatalf("the error shows a token: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestTokenLookupSelectsOne: every token of a file finds its own entry,
+// whatever its position; no token finds another's.
+func TestTokenLookupSelectsOne(t *testing.T) {
+	var file strings.Builder
+	for i := range 37 {
+		fmt.Fprintf(&file, "tok-%d svc-%d\n", i, i)
+	}
+	ts, err := parseTokens(strings.NewReader(file.String()), "tokens", "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 37 {
+		e := ts.lookup([]byte(fmt.Sprintf("tok-%d", i)))
+		if e == nil || len(e.prefixes) != 1 || e.prefixes[0] != fmt.Sprintf("svc-%d", i) {
+			t.Fatalf("tok-%d found %+v", i, e)
+		}
+	}
+	if e := ts.lookup([]byte("local")); e == nil || !e.unscoped() {
+		t.Fatalf("local token found %+v", e)
 	}
 }
 
@@ -226,12 +287,14 @@ func TestTokensReload(t *testing.T) {
 	if get("old") != 401 || get("new") != 200 {
 		t.Fatalf("after reload: old %d, new %d", get("old"), get("new"))
 	}
-	os.WriteFile(tokens, []byte("# emptied by mistake\n"), 0o600)
-	if err := f.srv.Reload(); err == nil || !strings.Contains(err.Error(), "previous tokens stay") {
-		t.Fatalf("reload of an empty file: %v", err)
-	}
-	if get("new") != 200 {
-		t.Fatal("a failed reload dropped the tokens in use")
+	for _, bad := range []string{"# emptied by mistake\n", "new\nnewer checkout\nnewer payments-\n"} {
+		os.WriteFile(tokens, []byte(bad), 0o600)
+		if err := f.srv.Reload(); err == nil || !strings.Contains(err.Error(), "previous tokens stay") {
+			t.Fatalf("reload of %q: %v", bad, err)
+		}
+		if get("new") != 200 || get("newer") != 401 {
+			t.Fatalf("a failed reload of %q changed the tokens in use", bad)
+		}
 	}
 }
 
@@ -275,5 +338,20 @@ func TestDigestsEqual(t *testing.T) {
 				t.Fatalf("digests differing in byte %d bit %#x compare equal", i, bit)
 			}
 		}
+	}
+}
+
+// TestTokenLookupNeverMixesEntries: even given entries parseTokens would
+// refuse (a token twice), the lookup returns one of the token's own
+// entries, never another token's: ORing the matches' indices turned
+// entries 1 and 2 into entry 3.
+func TestTokenLookupNeverMixesEntries(t *testing.T) {
+	e := func(tok string, prefixes ...string) tokenEntry {
+		return tokenEntry{digest: sha256.Sum256([]byte(tok)), prefixes: prefixes}
+	}
+	ts := &tokenSet{entries: []tokenEntry{e("dup", "checkout"), e("dup", "payments-"), e("local")}}
+	got := ts.lookup([]byte("dup"))
+	if got == nil || got.unscoped() || (got.prefixes[0] != "checkout" && got.prefixes[0] != "payments-") {
+		t.Fatalf("lookup of a token listed twice found %+v, want one of its own entries", got)
 	}
 }

@@ -31,6 +31,15 @@
 // their HTTP status (and Retry-After) to one place, writeError; any other
 // error is a 500.
 //
+// No request ends the process: a panic in a handler answers 500, one in a
+// streamed answer's writer (or a reader's goroutine) ends the answer with
+// an in-band error line, each counted and logged once per place and minute
+// (panics.go). Reads that scan storage run at most --max-concurrent-queries
+// at once (querygate.go), and every range, interval and count they take is
+// checked before it is used (a 400 naming the limit). Streamed answers keep
+// data and control apart: control lines carry the reserved key
+// query.ControlKey, which no event has.
+//
 // The server takes what it serves from as small interfaces of its own
 // (Deps: Buffer, Logins, Stats, query.Store), which *buffer.Buffer,
 // *tablesink.Sink, *tablesink.Counters and the blob stores satisfy.

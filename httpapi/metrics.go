@@ -19,6 +19,9 @@ type metrics struct {
 
 	connsRefused      *prometheus.CounterVec
 	connsRefusedPerIP prometheus.Counter
+
+	panics         *prometheus.CounterVec
+	queriesRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,8 +46,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Connections refused at accept time, by reason (per_ip: --max-conns-per-ip; answered 429 over HTTP, closed under TLS)."}, []string{"reason"}),
 	}
 	m.connsRefusedPerIP = m.connsRefused.WithLabelValues("per_ip")
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_panics_total",
+		Help: "Panics recovered while serving a request, by where (handler: answered 500; stream: the answer ended with an in-band error line). Each is a bug; the stack is in the log."}, []string{"where"})
+	m.queriesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_queries_refused_total",
+		Help: "Reads refused (429) because --max-concurrent-queries were running."})
 	if reg != nil {
-		reg.MustRegister(m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
+		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m
 }

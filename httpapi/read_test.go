@@ -1,14 +1,17 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"ingest/buffer"
+	"ingest/query"
 )
 
 // idsOf lists the "id" fields of an NDJSON answer, in order.
@@ -90,7 +93,7 @@ func TestGetLogsFilters(t *testing.T) {
 		_, _, got := f.do(t, "GET", "/v1/logs?"+window+"&level=error&stats=1", nil, nil)
 		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
 		last := lines[len(lines)-1]
-		if len(lines) != 5 || !strings.HasPrefix(last, `{"stats":{`) || !strings.Contains(last, `"lines_scanned":10,"lines_matched":4,"lines_out_of_order":0}`) {
+		if len(lines) != 5 || !strings.HasPrefix(last, `{"@ingest":"stats","stats":{"prefixes":1,"listings":1,`) || !strings.Contains(last, `"lines_scanned":10,"lines_matched":4,"lines_out_of_order":0}`) {
 			t.Fatalf("stats=1 answer:\n%s", got)
 		}
 		if _, _, plain := f.do(t, "GET", "/v1/logs?"+window, nil, nil); strings.Contains(plain, `"stats"`) {
@@ -166,5 +169,151 @@ func TestGetLoginsFilters(t *testing.T) {
 		if code, _, got := f.do(t, "GET", c.path, nil, nil); code != 400 || !strings.Contains(got, c.want) {
 			t.Errorf("GET %s = %d %s, want 400 naming %q", c.path, code, got, c.want)
 		}
+	}
+}
+
+// TestReadBounds: every range, step, count and order a query parameter
+// carries is checked before it is used. The histogram from 1700 by the hour
+// overflowed a time.Duration and made the server exit; newest first from
+// now to 2261 listed every hour.
+func TestReadBounds(t *testing.T) {
+	f := newFixture(t, Config{}, buffer.Config{})
+	if code, _, b := f.do(t, "POST", "/v1/logs", map[string]string{"Content-Type": "application/x-ndjson"},
+		[]byte(`{"ts":"2026-11-21T16:00:00Z","service":"x","msg":"one"}`)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	f.waitLines(t, "/v1/logs?service=x&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z", 1)
+	for _, c := range []struct {
+		params string
+		code   int
+		want   string
+	}{
+		{"service=x&from=1700-01-01T00:00:00Z&to=now&histogram=1h", 400, "at most 100000"},
+		{"service=*&from=1700-01-01T00:00:00Z&to=now&histogram=168h", 200, `"interval_seconds":604800,"buckets":[{"ts":`},
+		{"service=x&from=1000-01-01&to=9999-12-31&histogram=744h", 200, `"total":1`},
+		{"service=x&from=-1h&histogram=745h", 400, "from 1s to 744h"},
+		{"service=x&from=-1h&histogram=1500ms", 400, "whole number of seconds"},
+		{"service=x&from=-1h&histogram=-1h", 400, "from 1s to 744h"},
+		{"service=x&from=-1h&histogram=9999999999h", 400, "bad histogram"},
+		{"service=*&from=1700-01-01T00:00:00Z&to=now", 200, `"message":"one"`},
+		{"service=x&from=0001-01-02&to=9999-12-31&order=desc&limit=1", 200, `"message":"one"`},
+		{"service=x&from=now&to=2261-12-31&order=desc&stats=1", 200, `"stats":{"prefixes":`},
+		{"service=x&from=-199w&to=%2B199w&order=desc&limit=99999999", 200, `"message":"one"`},
+		{"service=x&from=-1h&limit=99999999999999999999", 400, "bad limit"},
+		{"service=x&from=-1000000000w", 400, "too far from now"},
+		{"service=" + manyServices(101) + "&from=-1h", 400, "at most 100"},
+		{"service=x&from=-1h&order=sideways", 400, "bad order"},
+	} {
+		code, _, got := f.do(t, "GET", "/v1/logs?"+c.params, nil, nil)
+		if code != c.code || !strings.Contains(got, c.want) {
+			t.Errorf("GET /v1/logs?%s = %d %.300s, want %d with %q", c.params, code, got, c.code, c.want)
+		}
+	}
+	// Newest first over 235 empty years: a probe per empty block, not a
+	// listing per hour (2 million before).
+	_, _, got := f.do(t, "GET", "/v1/logs?service=x&from=2026-11-21T16:00:00Z&to=2261-12-31&order=desc&stats=1", nil, nil)
+	m := regexp.MustCompile(`"listings":(\d+)`).FindStringSubmatch(got)
+	if n, _ := strconv.Atoi(m[1]); len(m) != 2 || n > 200 || !strings.Contains(got, `"message":"one"`) {
+		t.Fatalf("newest first to 2261: %s", got)
+	}
+	if code, _, _ := f.do(t, "GET", "/healthz", nil, nil); code != 200 {
+		t.Fatalf("the server does not answer after the hostile reads: %d", code)
+	}
+}
+
+// TestLoginsPathDecodedOnce: /v1/logins/%2541 is user "%41", not "A" (the
+// path was decoded twice); days and limit as large as an int holds are
+// taken as the retention and 2^30 (the largest limit made the day read's
+// top+1 overflow, and answered nothing).
+func TestLoginsPathDecodedOnce(t *testing.T) {
+	f := newFixture(t, Config{}, buffer.Config{})
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	body := fmt.Sprintf(`{"user":"A","ts":%q,"id":"plainA"}`+"\n"+`{"user":"%%41","ts":%q,"id":"percent41"}`+"\n"+
+		`{"user":"a/b","ts":%q,"id":"slash","@ingest":"error","error":"x"}`+"\n", now, now, now)
+	if code, _, b := f.do(t, "POST", "/v1/logins", map[string]string{"Content-Type": "application/x-ndjson"}, []byte(body)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	f.waitLines(t, "/v1/logins/A", 1)
+	for _, c := range []struct{ path, want string }{
+		{"/v1/logins/A", "plainA"},
+		{"/v1/logins/%41", "plainA"},
+		{"/v1/logins/%2541", "percent41"},
+		{"/v1/logins/a%2Fb", "slash"},
+		{"/v1/logins/A?days=99999999999", "plainA"},
+		{"/v1/logins/A?limit=9223372036854775807", "plainA"},
+	} {
+		code, _, got := f.do(t, "GET", c.path, nil, nil)
+		if ids := strings.Join(idsOf(got), " "); code != 200 || ids != c.want {
+			t.Errorf("GET %s = %d, ids %q, want %q", c.path, code, ids, c.want)
+		}
+		if strings.Contains(got, `{"@ingest"`) || query.ControlKind([]byte(got)) != "" {
+			t.Errorf("GET %s: an attempt reads as a control line: %s", c.path, got)
+		}
+	}
+	if _, _, got := f.do(t, "GET", "/v1/logins/a%2Fb", nil, nil); !strings.Contains(got, `"attr.@ingest":"error","error":"x"`) {
+		t.Errorf("an attempt's own @ingest field is not renamed: %s", got)
+	}
+	if code, _, got := f.do(t, "GET", "/v1/logins/A?limit=9223372036854775808", nil, nil); code != 400 || !strings.Contains(got, "bad limit") {
+		t.Errorf("limit over what an int holds: %d %s", code, got)
+	}
+}
+
+func TestLoginUser(t *testing.T) {
+	for _, c := range []struct {
+		raw, user string
+		ok        bool
+	}{
+		{"/v1/logins/A", "A", true},
+		{"/v1/logins/%2541", "%41", true},
+		{"/v1/logins/%41", "A", true},
+		{"/v1/logins/a%2Fb", "a/b", true},
+		{"/v1/logins/a%20b", "a b", true},
+		{"/v1/logins/%zz", "", false},
+		{"/v1/logins/", "", false},
+		{"/v1//logins/x", "", false},
+	} {
+		if user, ok := loginUser([]byte(c.raw)); user != c.user || ok != c.ok {
+			t.Errorf("loginUser(%q) = %q %v, want %q %v", c.raw, user, ok, c.user, c.ok)
+		}
+	}
+}
+
+// manyServices is a comma list of n distinct service names.
+func manyServices(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprint("s", i)
+	}
+	return strings.Join(names, ",")
+}
+
+// TestAnswerControlLines: events whose own fields are named like the
+// control lines' (error, stats, dropped, even @ingest) are events; only the
+// reserved key makes a control line.
+func TestAnswerControlLines(t *testing.T) {
+	f := newFixture(t, Config{}, buffer.Config{})
+	body := `{"ts":"2026-11-21T16:00:01Z","service":"c","msg":"first","error":"connection refused"}` + "\n" +
+		`{"ts":"2026-11-21T16:00:02Z","service":"c","msg":"second","stats":{"n":1},"dropped":3}` + "\n" +
+		`{"ts":"2026-11-21T16:00:03Z","service":"c","msg":"third","@ingest":"error"}` + "\n" +
+		`{"ts":"2026-11-21T16:00:04Z","service":"c","msg":"fourth","\u0040ingest":"stats"}` + "\n"
+	if code, _, b := f.do(t, "POST", "/v1/logs", map[string]string{"Content-Type": "application/x-ndjson"}, []byte(body)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	got := f.waitLines(t, "/v1/logs?service=c&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z&stats=1", 5)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	for i, l := range lines[:4] {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("line %d %s: %v", i+1, l, err)
+		}
+		if _, ok := o[query.ControlKey]; ok || query.ControlKind([]byte(l)) != "" {
+			t.Errorf("event line %d reads as a control line: %s", i+1, l)
+		}
+	}
+	if !strings.Contains(lines[2], `"attr.@ingest":"error"`) || !strings.Contains(lines[3], `"attr.\u0040ingest":"stats"`) {
+		t.Errorf("an attribute named @ingest is not renamed:\n%s", got)
+	}
+	if query.ControlKind([]byte(lines[4])) != query.ControlStats {
+		t.Errorf("last line %s is not the stats control line", lines[4])
 	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -41,6 +42,9 @@ type Config struct {
 	// AdvertiseURL is how other instances and clients reach this server
 	// (http or https, no path); its host is also accepted in Host headers.
 	AdvertiseURL string
+	// MaxConcurrentQueries bounds the reads that scan storage at once
+	// (querygate.go); 0 means DefaultMaxConcurrentQueries.
+	MaxConcurrentQueries int
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -55,6 +59,7 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:       16 << 10,
 		MaxConns:             10000,
 		MaxConnsPerIP:        1000,
+		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
 	}
 }
 
@@ -77,6 +82,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (with --tokens to tokens without a service list, else to clients on this machine only)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "the URL other instances and clients reach this server by; its host is also accepted in Host headers")
+	fs.IntVar(&c.MaxConcurrentQueries, "max-concurrent-queries", c.MaxConcurrentQueries, "reads that scan storage at once (GET /v1/logs and its histograms, /v1/logins/{user}, /v1/services); past it a read waits up to 2 s, then gets 429")
 }
 
 // Validate checks the settings. It changes nothing.
@@ -100,6 +106,9 @@ func (c *Config) Validate() error {
 		if _, err := advertisedHost(c.AdvertiseURL); err != nil {
 			return err
 		}
+	}
+	if c.MaxConcurrentQueries < 0 {
+		return fmt.Errorf("cannot use --max-concurrent-queries %d: want at least 1", c.MaxConcurrentQueries)
 	}
 	return nil
 }
@@ -143,6 +152,8 @@ type Server struct {
 	// lingering counts connections reading and dropping the rest of a
 	// refused body (linger.go).
 	lingering atomic.Int32
+	queries   *queryGate // reads that scan storage (querygate.go)
+	panics    *panicLog  // recovered panics (panics.go)
 }
 
 // New builds the server; Serve starts it.
@@ -170,6 +181,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.certs = r
 	}
 	s.met = newMetrics(deps.Registry)
+	s.queries = newQueryGate(cmp.Or(cfg.MaxConcurrentQueries, DefaultMaxConcurrentQueries))
+	s.panics = newPanicLog(deps.Log, s.met.panics)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.routes = s.newRoutes()
@@ -278,12 +291,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // handle serves a request by the route table and counts it under its
-// route.
+// route. A panic in it answers 500 and is logged and counted (panics.go).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	route := s.dispatch(ctx)
-	s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
-	s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	route := "panic"
+	defer func() {
+		if p := recover(); p != nil {
+			s.recovered(ctx, p)
+		}
+		s.met.requests.WithLabelValues(route, statusClass(ctx.Response.StatusCode())).Inc()
+		s.met.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	}()
+	route = s.dispatch(ctx)
 }
 
 func (s *Server) ready(ctx *fasthttp.RequestCtx) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,10 +245,7 @@ func (s *Server) streamTail(w *bufio.Writer, r *tailReader, f *tailFilter) {
 		}
 		if n := r.dropped.Swap(0); n > 0 {
 			// In-band, so the reader knows the stream has a gap.
-			out = append(out[:0], `{"dropped":`...)
-			out = strconv.AppendInt(out, n, 10)
-			out = append(out, `,"message":"tail reader too slow: events dropped"}`...)
-			out = append(out, '\n')
+			out = query.AppendDroppedLine(out[:0], n)
 			if _, err := w.Write(out); err != nil {
 				return
 			}

@@ -12,6 +12,7 @@ import (
 
 	"ingest/buffer"
 	"ingest/logline"
+	"ingest/query"
 )
 
 // TestTailFollowsAcceptedEvents opens GET /v1/tail, posts events of two
@@ -133,7 +134,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	<-done
 	w.Flush()
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != queued*1000+1 || !strings.HasPrefix(lines[1000], `{"dropped":`) {
+	if len(lines) != queued*1000+1 || query.ControlKind([]byte(lines[1000])) != query.ControlDropped {
 		t.Fatalf("got %d lines (line 1001: %.80q), want %d events and a dropped marker after the first group", len(lines), lines[min(1000, len(lines)-1)], queued*1000)
 	}
 }

@@ -14,9 +14,10 @@ import (
 	"ingest/logline"
 )
 
-// Newest first (Query.Desc). Hours are listed one at a time from the end of
-// the range, so a query with a Limit lists and reads only the newest hours
-// it needs. Within an hour:
+// Newest first (Query.Desc). The range is walked from its end (plan.go's
+// walk, skipping empty blocks as oldest first does), a day's hours newest
+// first, so a query with a Limit lists and reads only the newest days and
+// hours it needs. Within an hour:
 //
 //   - with a Limit of at most descTopMax events, the newest events found so
 //     far are kept. With a store that has ranged reads (RangeReader), the
@@ -36,35 +37,6 @@ import (
 // descTopMax is the largest remaining Limit served by keeping the newest
 // events in a heap.
 const descTopMax = 10000
-
-// walkDesc calls fn with the candidates of every hour of the range that has
-// any, newest hour first. Each hour is its own listing.
-func (r *runner) walkDesc(ctx context.Context, fn func(context.Context, []candidate) error) error {
-	services, err := r.services(ctx)
-	if err != nil || len(services) == 0 {
-		return err
-	}
-	from, to := r.q.From.UTC(), r.q.To.UTC()
-	first := from.Truncate(time.Hour)
-	r.st.Prefixes = len(services) * int((to.Sub(first)+time.Hour-1)/time.Hour)
-	for h := to.Add(-1).Truncate(time.Hour); !h.Before(first); h = h.Add(-time.Hour) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		hours, err := r.list(ctx, services, h, 1)
-		if err != nil {
-			return err
-		}
-		if len(hours[0]) == 0 {
-			continue
-		}
-		r.hourStart = h
-		if err := fn(ctx, hours[0]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // descHour hands out one hour's matching events, newest first.
 func (r *runner) descHour(ctx context.Context, cands []candidate) error {

@@ -3,6 +3,7 @@ package query
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -434,5 +435,149 @@ func testLatenessCoversTheListing(t *testing.T, s blobsink.Store) {
 	}
 	if got != 20000 || st.LinesOutOfOrder != 0 {
 		t.Fatalf("%d events, %d out of order; want the 20000 listed, in order", got, st.LinesOutOfOrder)
+	}
+}
+
+// TestFarRanges: events a few hours, days, years and centuries apart,
+// read over ranges that cut them at every kind of boundary, oldest and
+// newest first, with and without a limit: the answer is the brute-force
+// one, and a range over centuries costs a probe per empty block and a
+// listing per day of the months with data, not a listing per hour (newest
+// first used to list every hour of the range: 2 million listings for
+// now..2261).
+func TestFarRanges(t *testing.T) {
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{}
+	for i, ts := range []string{
+		"1678-01-01T00:00:00Z", "1999-12-31T23:59:59Z", "2026-11-21T16:00:00Z", "2026-11-21T16:30:00Z",
+		"2026-11-22T00:30:00Z", "2027-02-01T05:00:00Z", "2100-06-15T12:00:00Z", "2261-12-31T23:59:59Z",
+	} {
+		tm, err := time.Parse(time.RFC3339, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, svc := range []string{"api", "web"} {
+			e := mkEvent(svc, tm.Add(time.Duration(len(svc))*time.Millisecond), logline.LevelInfo, fmt.Sprintf("%s%d", svc, i), "far", "")
+			f.all = append(f.all, e)
+			writeBlob(t, s, blobsink.BlobName(blobsink.HourPrefix(svc, tm), i+1, blobsink.CompressNone), [][]logline.Event{{e}}, true)
+		}
+	}
+	date := func(s string) time.Time {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm
+	}
+	for _, c := range []struct{ from, to string }{
+		{"1000-01-01T00:00:00Z", "9999-01-01T00:00:00Z"},
+		{"1678-01-01T00:00:00Z", "2262-01-01T00:00:00Z"},
+		{"2026-11-21T16:10:00Z", "2261-12-31T00:00:00Z"}, // now..2261 as the report had it
+		{"2026-11-21T16:00:00Z", "2026-11-22T01:00:00Z"}, // across midnight, no whole day
+		{"2026-11-20T23:30:00Z", "2027-02-01T05:00:00Z"}, // to exclusive
+		{"1999-12-31T23:00:00Z", "2100-06-15T12:00:00.002Z"},
+		{"2027-01-01T00:00:00Z", "2100-01-01T00:00:00Z"},
+	} {
+		for _, desc := range []bool{false, true} {
+			for _, limit := range []int{0, 1, 3} {
+				q := Query{Services: []string{"api", "web"}, From: date(c.from), To: date(c.to), Limit: limit, Desc: desc}
+				all := q
+				all.Limit = 0
+				clampRange(&all)
+				want := f.want(all)
+				if desc {
+					slices.Reverse(want)
+				}
+				if limit > 0 && len(want) > limit {
+					want = want[:limit]
+				}
+				got, st := collect(t, s, q)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s..%s desc=%v limit=%d: got %v, want %v", c.from, c.to, desc, limit, got, want)
+				}
+				// A probe per empty block and a listing per day of a month
+				// with data: about 330 per service for 1678..2261 here.
+				if st.Listings > 2*400 {
+					t.Errorf("%s..%s desc=%v limit=%d: %d listings, want a few hundred, not one per hour or day", c.from, c.to, desc, limit, st.Listings)
+				}
+			}
+		}
+	}
+}
+
+// TestHistogramBounds: the range, the interval and the bucket count are
+// checked before any arithmetic on them. A histogram from 1700 to now by
+// the hour used to overflow a time.Duration into a negative bucket count,
+// and make panicked.
+func TestHistogramBounds(t *testing.T) {
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := writeFixture(t, s)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	y := func(year int) time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }
+	for _, c := range []struct {
+		name     string
+		from, to time.Time
+		iv       time.Duration
+		err      string // "" for success
+	}{
+		{"1700ByHour", y(1700), now, time.Hour, "at most 100000"},
+		{"1700ByWeek", y(1700), now, 168 * time.Hour, ""},
+		{"EveryTimeByMonth", y(2), y(9999), MaxInterval, ""},
+		{"YearTwoToNow", y(2), now, time.Second, "at most 100000"},
+		{"Beyond", y(3000), y(4000), time.Hour, ""},
+		{"Before", y(1000), y(1500), time.Hour, ""},
+		{"TooLong", y(2026), now, MaxInterval + time.Hour, "from 1s to 744h"},
+		{"Fraction", y(2026), now, 1500 * time.Millisecond, "whole number of seconds"},
+		{"Negative", y(2026), now, -time.Hour, "from 1s to 744h"},
+		{"LastBucket", y(2026), y(2026).Add(MaxBuckets * time.Second), time.Second, ""},
+		{"OneOver", y(2026), y(2026).Add(MaxBuckets*time.Second + 1), time.Second, "at most 100000"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := Query{Services: []string{"*"}, From: c.from, To: c.to}
+			h, _, err := RunHistogram(context.Background(), s, q, c.iv)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want one naming %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The buckets that cover the clamped range, counted one by one.
+			want := 0
+			for b := h.From; b.Before(h.To); b = b.Add(c.iv) {
+				want++
+			}
+			if len(h.Counts) != want || c.name == "LastBucket" && want != MaxBuckets {
+				t.Fatalf("%d buckets, want %d", len(h.Counts), want)
+			}
+			var total int64
+			for _, b := range h.Counts {
+				for _, n := range b {
+					total += n
+				}
+			}
+			all := q
+			clampRange(&all)
+			if want := len(f.want(all)); total != int64(want) {
+				t.Fatalf("%d events counted, want %d", total, want)
+			}
+			js := h.AppendJSON(nil)
+			if !json.Valid(js) {
+				t.Fatalf("invalid JSON %.300s", js)
+			}
+			for i := range h.Counts {
+				if b := h.Bucket(i); b.Before(h.From) || !b.Before(h.To.Add(h.Interval)) {
+					t.Fatalf("bucket %d starts at %v, outside %v..%v", i, b, h.From, h.To)
+				}
+			}
+		})
 	}
 }

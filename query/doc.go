@@ -8,10 +8,14 @@
 // a level is asked for) cannot match is skipped without being opened. A blob
 // with missing or unparseable metadata is read: a blob being written may not
 // have its final metadata yet. Whole UTC days inside the range are listed
-// with one day prefix per service instead of 24 hour prefixes, and whole
-// years and months are first probed (a listing stopped at its first name):
-// a service with no blob in them is not listed day by day, so a range over
-// years costs a listing per empty year, not per day.
+// with one day prefix per service instead of 24 hour prefixes, and the
+// millennia, centuries, decades, years and months wholly inside it are
+// first probed (a listing stopped at its first name; a prefix of the
+// year's digits covers a decade, century or millennium): a block with no
+// blob of a service is skipped whole, oldest or newest first alike, so any
+// range costs a probe per empty block and a listing per day of a month with
+// blobs, a few dozen listings for centuries without data, never one per day
+// or hour (plan.go).
 //
 //	q := query.Query{Services: []string{"api"}, From: from, To: to, Level: logline.LevelWarn}
 //	st, err := query.Run(ctx, store, q, func(line []byte, e *logline.Event) error {

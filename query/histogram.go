@@ -2,15 +2,25 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
-// MaxBuckets bounds a histogram: a range over interval must not need more.
-const MaxBuckets = 100000
+// Histogram bounds, checked before any arithmetic on the range: a
+// histogram has at most MaxBuckets buckets of MinInterval to MaxInterval,
+// a whole number of seconds each.
+const (
+	MaxBuckets  = 100000
+	MinInterval = time.Second
+	// MaxInterval keeps the first bucket's start, the range's start rounded
+	// down to the interval, inside what Unix nanoseconds hold (from 1677-09-21)
+	// for a range that starts at the earliest stored time, 1678-01-01.
+	MaxInterval = 31 * 24 * time.Hour
+)
 
 // Histogram counts matching events per interval and level.
 type Histogram struct {
@@ -20,34 +30,67 @@ type Histogram struct {
 	Counts   [][7]int64 // per bucket, indexed by logline.Level
 }
 
-// Bucket returns the start time of bucket i.
-func (h *Histogram) Bucket(i int) time.Time { return h.From.Add(time.Duration(i) * h.Interval) }
+// Bucket returns the start time of bucket i. It counts in seconds: i
+// intervals may be more than a time.Duration holds.
+func (h *Histogram) Bucket(i int) time.Time {
+	return time.Unix(h.From.Unix()+int64(i)*int64(h.Interval/time.Second), 0).UTC()
+}
+
+// refused marks err as the client's to fix (an HTTP 400): the query was
+// refused before anything was read.
+func refused(err error) error {
+	return &httperr.Error{Status: http.StatusBadRequest, Msg: err.Error(), Err: err}
+}
+
+// CheckInterval reports what is wrong with a histogram interval, naming
+// the bounds.
+func CheckInterval(interval time.Duration) error {
+	switch {
+	case interval < MinInterval || interval > MaxInterval:
+		return fmt.Errorf("cannot make a histogram of interval %s: use an interval from %s to %s (31 days)", interval, MinInterval, MaxInterval)
+	case interval%time.Second != 0:
+		return fmt.Errorf("cannot make a histogram of interval %s: use a whole number of seconds", interval)
+	}
+	return nil
+}
 
 // RunHistogram counts the events q selects (q.Limit and q.Desc are ignored)
 // per interval and level, without handing out lines. Blobs are pruned by
 // their metadata like a query's (time range, and LogType with a level); a
 // read blob costs a scan of its lines' time and level fields only, and no
-// sorting.
-func RunHistogram(ctx context.Context, store Store, q Query, interval time.Duration) (Histogram, Stats, error) {
-	var st Stats
+// sorting. A range of more than MaxBuckets intervals is refused before
+// anything is read.
+func RunHistogram(ctx context.Context, store Store, q Query, interval time.Duration) (_ Histogram, st Stats, err error) {
+	defer httperr.Recover(&err)
 	q.Limit, q.Desc = 0, false
 	if err := q.Validate(); err != nil {
-		return Histogram{}, st, err
+		return Histogram{}, st, refused(err)
 	}
-	if interval < time.Second {
-		return Histogram{}, st, errors.New("cannot make a histogram: the interval must be at least 1s")
+	if err := CheckInterval(interval); err != nil {
+		return Histogram{}, st, refused(err)
 	}
+	clampRange(&q)
 	h := Histogram{From: q.From.UTC().Truncate(interval), To: q.To.UTC(), Interval: interval}
-	n := (q.To.Sub(h.From) + interval - 1) / interval
-	if n > MaxBuckets {
-		return Histogram{}, st, fmt.Errorf("cannot make a histogram of %d buckets (at most %d): use a larger interval or a shorter range", n, MaxBuckets)
+	// In seconds, which hold any stored range: nanoseconds do not hold
+	// 1678..2261 as one time.Duration.
+	span := h.To.Unix() - h.From.Unix()
+	if h.To.Nanosecond() > 0 {
+		span++
 	}
-	h.Counts = make([][7]int64, n)
+	ivs := int64(interval / time.Second)
+	n := (span + ivs - 1) / ivs
+	if n > MaxBuckets {
+		return Histogram{}, st, refused(fmt.Errorf("cannot make a histogram of %d buckets (at most %d): use a larger interval or a shorter range", n, MaxBuckets))
+	}
+	h.Counts = make([][7]int64, max(n, 0))
+	if !q.From.Before(q.To) {
+		return h, st, nil // nothing can be stored in the range
+	}
 	r := newRunner(store, &q, nil, &st)
 	r.f.countOnly = true
 	defer r.decoders.close()
-	from, iv := h.From.UnixNano(), int64(interval)
-	err := r.walk(ctx, func(ctx context.Context, cands []candidate) error {
+	from, iv := h.From.UnixNano(), uint64(interval)
+	err = r.walk(ctx, func(ctx context.Context, cands []candidate) error {
 		for i, c := range cands {
 			s, err := r.open(ctx, c, i)
 			if err != nil {
@@ -71,7 +114,12 @@ func RunHistogram(ctx context.Context, store Store, q Query, interval time.Durat
 					}
 					break
 				}
-				h.Counts[(s.t-from)/iv][s.info.level]++
+				// Unsigned: the filter keeps s.t in [q.From, q.To), at or
+				// after from, and the difference of two times of
+				// 1677..2262 fits 64 bits unsigned, not signed.
+				if b := uint64(s.t-from) / iv; b < uint64(len(h.Counts)) {
+					h.Counts[b][s.info.level]++
+				}
 			}
 		}
 		return nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"ingest/blobsink"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -347,6 +348,9 @@ func (r *runner) advanceOrLow(s *stream) (bool, error) {
 func (s *stream) readAhead(f *filter, reorder int64) {
 	defer close(s.exited)
 	defer close(s.feed)
+	// A bug reached by one blob's bytes ends this query with an error
+	// (advance returns s.err once feed is closed), not the process.
+	defer httperr.Recover(&s.err)
 	r := aheadReader{s: s, f: f, w: reorder, low: s.low, newest: s.low, every: max(reorder/64, 4<<10), early: min(max(reorder/4, 64<<10), 1<<20)}
 	select {
 	case r.b = <-s.free:

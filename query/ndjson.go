@@ -13,7 +13,8 @@ import (
 //
 // ts has the line's seven fractional digits. Every attribute is merged in at
 // the top level, in stored order; an attribute whose key is one of the fixed
-// names is written as "attr.<key>". Attributes that are not a well-formed
+// names, or ControlKey (reserved for control lines), is written as
+// "attr.<key>". Attributes that are not a well-formed
 // JSON object (never written by this project) are kept whole as the string
 // field "attrs", so the output is always valid JSON. It allocates nothing.
 func AppendNDJSON(dst []byte, e *logline.Event) []byte {
@@ -140,7 +141,7 @@ func appendAttrs(dst, a []byte) ([]byte, bool) {
 			return dst, false
 		}
 		dst = append(dst, ',')
-		if fixedName(key) {
+		if reservedName(key, true) {
 			dst = append(dst, `"attr.`...)
 			dst = append(dst, key[1:]...)
 		} else {
@@ -203,9 +204,10 @@ func hasSpace(v []byte) bool {
 	return false
 }
 
-// fixedName reports whether the quoted JSON key names one of the fields
-// AppendNDJSON writes itself.
-func fixedName(quoted []byte) bool {
+// reservedName reports whether the quoted JSON key is ControlKey or, with
+// fixed, names one of the fields AppendNDJSON writes itself: such a key of
+// an attribute is written "attr.<key>".
+func reservedName(quoted []byte, fixed bool) bool {
 	k := quoted[1 : len(quoted)-1]
 	for _, c := range k {
 		if c == '\\' {
@@ -219,10 +221,66 @@ func fixedName(quoted []byte) bool {
 		}
 	}
 	switch string(k) {
-	case "ts", "level", "service", "host", "id", "message":
+	case ControlKey:
 		return true
+	case "ts", "level", "service", "host", "id", "message":
+		return fixed
 	}
 	return false
+}
+
+// AppendDataObject appends obj, a JSON object of user data (a login
+// attempt's answer line), with ControlKey at its top level renamed
+// "attr.@ingest", so that it can never be taken for a control line. A
+// well-formed obj without that key is appended as is; one that is not
+// well-formed is appended as is too (the reader will fail to parse it,
+// not misread it).
+func AppendDataObject(dst, obj []byte) []byte {
+	mark := len(dst)
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return append(dst, obj...)
+	}
+	dst = append(dst, '{')
+	i = skipWS(obj, i+1)
+	for first := true; i < len(obj) && obj[i] != '}'; first = false {
+		if !first {
+			if obj[i] != ',' {
+				return append(dst[:mark], obj...)
+			}
+			i = skipWS(obj, i+1)
+			dst = append(dst, ',')
+		}
+		if i >= len(obj) || obj[i] != '"' {
+			return append(dst[:mark], obj...)
+		}
+		kEnd, ok := skipString(obj, i)
+		if !ok {
+			return append(dst[:mark], obj...)
+		}
+		if reservedName(obj[i:kEnd], false) {
+			dst = append(dst, `"attr.`...)
+			dst = append(dst, obj[i+1:kEnd]...)
+		} else {
+			dst = append(dst, obj[i:kEnd]...)
+		}
+		v := skipWS(obj, kEnd)
+		if v >= len(obj) || obj[v] != ':' {
+			return append(dst[:mark], obj...)
+		}
+		v = skipWS(obj, v+1)
+		vEnd, ok := skipValue(obj, v, 0)
+		if !ok {
+			return append(dst[:mark], obj...)
+		}
+		dst = append(dst, ':')
+		dst = append(dst, obj[v:vEnd]...)
+		i = skipWS(obj, vEnd)
+	}
+	if i >= len(obj) {
+		return append(dst[:mark], obj...)
+	}
+	return append(dst, obj[i:]...) // "}" and whatever follows it
 }
 
 func skipWS(a []byte, i int) int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +45,7 @@ type runner struct {
 
 	budget chan struct{} // read-ahead batches beyond one per open blob (see stream)
 
-	hourStart   time.Time // the hour walkDesc is in
+	hourStart   time.Time // the hour walk is in (descHour reads it)
 	nextRelease int       // buffered lines at which hour next tries to release some
 	lastT       int64     // the last time handed out
 
@@ -66,90 +67,253 @@ func newRunner(store Store, q *Query, fn func([]byte, *logline.Event) error, st 
 
 func (r *runner) run(ctx context.Context) error {
 	if r.q.Desc {
-		return r.walkDesc(ctx, r.descHour)
+		return r.walk(ctx, r.descHour)
 	}
 	return r.walk(ctx, r.hour)
 }
 
 // walk calls fn with the candidates of every hour of the range that has
-// any, oldest hour first.
+// any, oldest hour first, or newest first with Desc (r.hourStart is then
+// the hour's start). The hours of a partial day at either end are listed
+// one by one; the whole days between, a day per listing, and only the days
+// that may hold blobs (seek): a range over centuries without data costs a
+// few dozen listings per service, not one per day or hour.
 func (r *runner) walk(ctx context.Context, fn func(context.Context, []candidate) error) error {
 	services, err := r.services(ctx)
-	if err != nil {
+	if err != nil || len(services) == 0 {
 		return err
 	}
-	if len(services) == 0 {
+	from, to := r.q.From.UTC(), r.q.To.UTC()
+	r.st.Prefixes = len(services) * hoursIn(from, to)
+	// [lo, hi): the whole UTC days inside the range, if any.
+	lo, hi := from.Truncate(day), to.Truncate(day)
+	if lo.Before(from) {
+		lo = lo.Add(day)
+	}
+	hi = later(hi, lo)
+	headEnd, tailStart := earlier(lo, to), hi
+	hours := func(a, b time.Time) error { return r.walkHours(ctx, services, a, b, fn) }
+	if r.q.Desc {
+		if err := hours(tailStart, to); err != nil {
+			return err
+		}
+		if err := r.walkDays(ctx, services, lo, hi, fn); err != nil {
+			return err
+		}
+		return hours(from, headEnd)
+	}
+	if err := hours(from, headEnd); err != nil {
+		return err
+	}
+	if err := r.walkDays(ctx, services, lo, hi, fn); err != nil {
+		return err
+	}
+	return hours(tailStart, to)
+}
+
+const day = 24 * time.Hour
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// hoursIn counts the hour prefixes [from, to) touches, in seconds: the
+// range may be longer than a time.Duration holds.
+func hoursIn(from, to time.Time) int {
+	first := from.Truncate(time.Hour)
+	secs := to.Unix() - first.Unix()
+	if to.Nanosecond() > 0 {
+		secs++
+	}
+	return int(max(0, (secs+3599)/3600))
+}
+
+// walkHours lists the hours that [a, b) touches one by one, for every
+// service, and calls fn with each hour's candidates: in time order, or
+// newest first with Desc.
+func (r *runner) walkHours(ctx context.Context, services []string, a, b time.Time, fn func(context.Context, []candidate) error) error {
+	if !a.Before(b) {
 		return nil
 	}
-	from, to := r.q.From.UTC(), r.q.To.UTC()
-	start := from.Truncate(time.Hour)
-	r.st.Prefixes = len(services) * int((to.Sub(start)+time.Hour-1)/time.Hour)
-	// emptyUntil[i]: service i has no blob before this time (a probe of a
-	// whole year or month found none), so a long range over years without
-	// data costs one listing per year, not one per day.
-	emptyUntil := make([]time.Time, len(services))
-	active := make([]string, 0, len(services))
-	for h := start; h.Before(to); {
+	first, last := a.Truncate(time.Hour), b.Add(-1).Truncate(time.Hour)
+	step, h := time.Hour, first
+	if r.q.Desc {
+		step, h = -time.Hour, last
+	}
+	for ; !h.Before(first) && !h.After(last); h = h.Add(step) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for _, p := range []struct {
-			at     bool
-			end    time.Time
-			layout string
-		}{
-			{h.YearDay() == 1 && h.Hour() == 0, h.AddDate(1, 0, 0), "2006/"},
-			{h.Day() == 1 && h.Hour() == 0, h.AddDate(0, 1, 0), "2006/01/"},
-		} {
-			if !p.at || !p.end.Add(-time.Hour).Before(to) {
-				continue
-			}
-			for i, svc := range services {
-				if emptyUntil[i].After(h) {
-					continue
-				}
-				found, err := r.probe(ctx, svc+"/"+h.Format(p.layout))
-				if err != nil {
-					return err
-				}
-				if !found {
-					emptyUntil[i] = p.end
-				}
-			}
-		}
-		active = active[:0]
-		next := time.Time{}
-		for i, svc := range services {
-			if !emptyUntil[i].After(h) {
-				active = append(active, svc)
-			} else if next.IsZero() || emptyUntil[i].Before(next) {
-				next = emptyUntil[i]
-			}
-		}
-		if len(active) == 0 {
-			h = next
-			continue
-		}
-		// A whole UTC day inside the range is listed with one prefix per
-		// service instead of 24.
-		n := 1
-		if h.Hour() == 0 && h.Add(23*time.Hour).Before(to) {
-			n = 24
-		}
-		hours, err := r.list(ctx, active, h, n)
+		cands, err := r.list(ctx, services, h, 1)
 		if err != nil {
 			return err
 		}
-		for _, cands := range hours {
-			if len(cands) == 0 {
-				continue
-			}
-			if err := fn(ctx, cands); err != nil {
-				return err
+		if len(cands[0]) == 0 {
+			continue
+		}
+		r.hourStart = h
+		if err := fn(ctx, cands[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkDays lists the whole days [lo, hi) that may hold blobs, a day per
+// listing for every service that may have blobs in it, and calls fn with
+// each hour's candidates, oldest day and hour first or, with Desc, newest
+// first.
+func (r *runner) walkDays(ctx context.Context, services []string, lo, hi time.Time, fn func(context.Context, []candidate) error) error {
+	if !lo.Before(hi) {
+		return nil
+	}
+	start, step := lo, day
+	if r.q.Desc {
+		start, step = hi.Add(-day), -day
+	}
+	seekers := make([]seeker, len(services))
+	for i := range seekers {
+		seekers[i].svc = services[i]
+		if err := r.seek(ctx, &seekers[i], start, lo, hi); err != nil {
+			return err
+		}
+	}
+	var active []string
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The next day any service may have blobs in.
+		var d time.Time
+		for i := range seekers {
+			if n := seekers[i].next; !n.IsZero() && (d.IsZero() || r.q.Desc && n.After(d) || !r.q.Desc && n.Before(d)) {
+				d = n
 			}
 		}
-		h = h.Add(time.Duration(n) * time.Hour)
+		if d.IsZero() {
+			return nil
+		}
+		active = active[:0]
+		for i := range seekers {
+			if seekers[i].next.Equal(d) {
+				active = append(active, seekers[i].svc)
+			}
+		}
+		if err := r.walkDay(ctx, active, d, fn); err != nil {
+			return err
+		}
+		// Only now: a query that stops in this day probes no further.
+		for i := range seekers {
+			if seekers[i].next.Equal(d) {
+				if err := r.seek(ctx, &seekers[i], d.Add(step), lo, hi); err != nil {
+					return err
+				}
+			}
+		}
 	}
+}
+
+// walkDay lists day d of services and calls fn with each hour's
+// candidates, newest hour first with Desc.
+func (r *runner) walkDay(ctx context.Context, services []string, d time.Time, fn func(context.Context, []candidate) error) error {
+	hours, err := r.list(ctx, services, d, 24)
+	if err != nil {
+		return err
+	}
+	for k := range 24 {
+		if r.q.Desc {
+			k = 23 - k
+		}
+		if len(hours[k]) == 0 {
+			continue
+		}
+		r.hourStart = d.Add(time.Duration(k) * time.Hour)
+		if err := fn(ctx, hours[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Blocks are the calendar spans whose blobs share a name prefix after
+// "{service}/": the leading one, two and three digits of a four-digit year
+// (a millennium, a century, a decade: "2", "20", "202"), a year ("2026/")
+// and a month ("2026/11/"). A probe of a block's prefix (a listing stopped
+// at its first name) that finds nothing rules the whole block out.
+const blockLevels = 5
+
+// blockAt returns the level-l block (0: millennium .. 4: month) that holds
+// t: its start, its end and its name prefix. ok is false for a year the
+// digit blocks do not cover.
+func blockAt(t time.Time, l int) (start, end time.Time, prefix string, ok bool) {
+	y, m := t.Year(), t.Month()
+	date := func(y int, m time.Month) time.Time { return time.Date(y, m, 1, 0, 0, 0, 0, time.UTC) }
+	switch l {
+	case 0, 1, 2:
+		size := [...]int{1000, 100, 10}[l]
+		y0 := y - y%size
+		if y0 < 1000 || y0+size > 10000 {
+			return start, end, "", false
+		}
+		return date(y0, 1), date(y0+size, 1), strconv.Itoa(y0)[:l+1], true
+	case 3:
+		return date(y, 1), date(y+1, 1), t.Format("2006/"), true
+	default:
+		return date(y, m), date(y, m+1), t.Format("2006/01/"), true
+	}
+}
+
+// seeker finds, for one service, the whole days of a range that may hold
+// its blobs.
+type seeker struct {
+	svc  string
+	next time.Time // the day found; zero when none is left
+	// known holds, per level, the start of the last block a probe found
+	// blobs in: the walk goes one way, so no block is probed twice.
+	known [blockLevels]time.Time
+}
+
+// seek sets sk.next to the first day from d on (back from d with Desc)
+// within [lo, hi) that no empty block rules out. Only blocks wholly inside
+// [lo, hi) are probed: a short range probes nothing, and no probe is
+// spent on a block mostly outside the range.
+func (r *runner) seek(ctx context.Context, sk *seeker, d, lo, hi time.Time) error {
+next:
+	for !d.Before(lo) && d.Before(hi) {
+		for l := range blockLevels {
+			start, end, prefix, ok := blockAt(d, l)
+			if !ok || start.Before(lo) || end.After(hi) || sk.known[l].Equal(start) {
+				continue
+			}
+			found, err := r.probe(ctx, sk.svc+"/"+prefix)
+			if err != nil {
+				return err
+			}
+			if found {
+				sk.known[l] = start
+				continue
+			}
+			if r.q.Desc {
+				d = start.Add(-day)
+			} else {
+				d = end
+			}
+			continue next
+		}
+		sk.next = d
+		return nil
+	}
+	sk.next = time.Time{}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/flagutil"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -130,6 +131,9 @@ func (q *Query) Validate() error {
 	if len(q.Services) == 0 {
 		return errors.New("cannot query: no service given; name one or more (comma separated), or * for all")
 	}
+	if len(q.Services) > MaxServices {
+		return fmt.Errorf("cannot query %d services at once: name at most %d, or * for all", len(q.Services), MaxServices)
+	}
 	for _, s := range q.Services {
 		if s == "" {
 			return errors.New("cannot query: empty service name")
@@ -147,25 +151,25 @@ func (q *Query) Validate() error {
 	return q.Config.Validate()
 }
 
+// MaxServices bounds the services a query names (a comma list): each costs
+// its own listings over the whole range. "*" reads every service there is.
+const MaxServices = 100
+
 // ParseServices splits a comma-separated service list ("api, web,api" ->
 // [api web]), dropping blanks and duplicates. "*" anywhere means all.
 func ParseServices(s string) []string {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
-		if part == "" {
+		if part == "" || seen[part] {
 			continue
 		}
 		if part == "*" {
 			return []string{"*"}
 		}
-		dup := false
-		for _, o := range out {
-			dup = dup || o == part
-		}
-		if !dup {
-			out = append(out, part)
-		}
+		seen[part] = true
+		out = append(out, part)
 	}
 	return out
 }
@@ -190,6 +194,29 @@ type Stats struct {
 	// stored further from their place in time order than
 	// Config.ReorderBytes, or than one sort buffer holds.
 	LinesOutOfOrder int64
+}
+
+// The times a blob can hold: stored times are Unix nanoseconds, which
+// hold 1677-09-21..2262-04-11, and the writer takes years 1678..2261.
+var (
+	minStored = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxStored = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// clampRange narrows q's range to the times a blob can hold, so that every
+// time of it has Unix nanoseconds (a parsed time may be in year 1 or
+// 9999). A range wholly outside becomes empty (From == To).
+func clampRange(q *Query) {
+	clamp := func(t time.Time) time.Time {
+		switch {
+		case t.Before(minStored):
+			return minStored
+		case t.After(maxStored):
+			return maxStored
+		}
+		return t.UTC()
+	}
+	q.From, q.To = clamp(q.From), clamp(q.To)
 }
 
 // errStop ends a query early without an error (Limit reached).
@@ -217,24 +244,19 @@ func RunNDJSON(ctx context.Context, store Store, q Query, w io.Writer) (Stats, e
 }
 
 // run is Run; with ndjson, fn receives runs of encoded events and no event.
-func run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error, ndjson bool) (Stats, error) {
-	var st Stats
+// A panic is returned as a *httperr.Panic: a bug one query reaches ends that
+// query only.
+func run(ctx context.Context, store Store, q Query, fn func(line []byte, e *logline.Event) error, ndjson bool) (st Stats, err error) {
+	defer httperr.Recover(&err)
 	if err := q.Validate(); err != nil {
 		return st, err
 	}
-	// Stored times are Unix nanoseconds: nothing lies outside 1678..2261.
-	if lo := time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC); q.From.Before(lo) {
-		q.From = lo
-	}
-	if hi := time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC); q.To.After(hi) {
-		q.To = hi
-	}
-	if !q.From.Before(q.To) {
+	if clampRange(&q); !q.From.Before(q.To) {
 		return st, nil
 	}
 	r := newRunner(store, &q, fn, &st)
 	r.f.ndjson = ndjson
-	err := r.run(ctx)
+	err = r.run(ctx)
 	r.decoders.close()
 	if errors.Is(err, errStop) {
 		err = nil

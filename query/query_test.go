@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ingest/blobsink"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -473,6 +474,7 @@ func TestValidate(t *testing.T) {
 		{Services: []string{"a"}, To: at(2, 0, 0)},
 		{Services: []string{"a"}, From: at(1, 0, 0), To: at(2, 0, 0), Limit: -1},
 		{Services: []string{"a"}, From: at(1, 0, 0), To: at(2, 0, 0), Config: Config{SortBytes: 10}},
+		{Services: strings.Split(strings.Repeat("s,", MaxServices)+"last", ","), From: at(1, 0, 0), To: at(2, 0, 0)},
 	} {
 		if err := q.Validate(); err == nil || !strings.HasPrefix(err.Error(), "cannot ") {
 			t.Errorf("Validate(%+v) = %v", q, err)
@@ -491,6 +493,63 @@ func TestParseServices(t *testing.T) {
 	f(" api, web ,api,,", "api", "web")
 	f("api,*", "*")
 	f("")
+	many := make([]string, 5000)
+	for i := range many {
+		many[i] = fmt.Sprint(i % 2500)
+	}
+	if got := ParseServices(strings.Join(many, ",")); len(got) != 2500 || got[2499] != "2499" {
+		t.Fatalf("5000 names, 2500 distinct: got %d", len(got))
+	}
+}
+
+// panickingReader panics at its read number at (from 1), like a bug
+// reached by a blob's bytes.
+type panickingReader struct {
+	io.ReadCloser
+	at, reads int
+}
+
+func (p *panickingReader) Read(b []byte) (int, error) {
+	if p.reads++; p.reads >= p.at {
+		panic("bug reached by a blob")
+	}
+	return p.ReadCloser.Read(b)
+}
+
+type panickingStore struct {
+	blobsink.Store
+	at int
+}
+
+func (p panickingStore) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	rc, err := p.Store.Open(ctx, name)
+	return &panickingReader{ReadCloser: rc, at: p.at}, err
+}
+
+// TestQueryPanic: a panic while a query runs, in the caller's goroutine
+// (the first read, which tells the compression) or in a blob's read-ahead
+// goroutine (every later read), ends the query with an internal error, and
+// the process goes on.
+func TestQueryPanic(t *testing.T) {
+	s, err := blobsink.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFixture(t, s)
+	q := Query{Services: []string{"api"}, From: at(14, 0, 0), To: at(15, 0, 0)}
+	for _, at := range []int{1, 2} {
+		for _, desc := range []bool{false, true} {
+			q.Desc = desc
+			_, err := RunNDJSON(context.Background(), panickingStore{s, at}, q, io.Discard)
+			if e, ok := httperr.PanicOf(err); !ok || e.Value != "bug reached by a blob" {
+				t.Fatalf("read %d, desc=%v: err %v, want the recovered panic", at, desc, err)
+			}
+		}
+		_, _, err := RunHistogram(context.Background(), panickingStore{s, at}, q, time.Minute)
+		if _, ok := httperr.PanicOf(err); !ok {
+			t.Fatalf("histogram, read %d: err %v, want the recovered panic", at, err)
+		}
+	}
 }
 
 func TestHourIndex(t *testing.T) {
@@ -558,7 +617,8 @@ func TestStorageErrors(t *testing.T) {
 }
 
 // TestWholeTimeRange: a range beyond what Unix nanoseconds can hold is
-// clamped, and costs one probe per empty year.
+// clamped, and costs one probe per empty millennium, century, decade, year
+// or month wholly inside it.
 func TestWholeTimeRange(t *testing.T) {
 	s, err := blobsink.NewFileStore(t.TempDir())
 	if err != nil {
@@ -572,7 +632,14 @@ func TestWholeTimeRange(t *testing.T) {
 	if want := f.want(all); !slices.Equal(got, want) || len(want) == 0 {
 		t.Fatalf("got %d events, want %d", len(got), len(want))
 	}
-	if years := 2262 - 1678; st.Listings != years+12+30 {
-		t.Fatalf("%d listings, want %d", st.Listings, years+12+30)
+	// Probes of the empty blocks wholly inside 1678..2261, largest first:
+	// years 1678-1679, decades 1680-1690, centuries 1700-1900, century
+	// 2000 (found), decades 2000-2020 (2020 found), years 2020-2026 (2026
+	// found), 12 months (November found), then 30 days listed, years
+	// 2027-2029, decades 2030-2090, century 2100, decades 2200-2250, years
+	// 2260-2261.
+	want := 2 + 2 + 3 + 1 + 3 + 7 + 12 + 30 + 3 + 7 + 1 + 6 + 2
+	if st.Listings != want {
+		t.Fatalf("%d listings, want %d", st.Listings, want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
+
+	"ingest/internal/httperr"
 )
 
 func TestConfig(t *testing.T) {
@@ -388,5 +390,37 @@ func TestRejectedEntityIsIsolated(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(s.m.dropped.WithLabelValues("rejected")); n != 1 {
 		t.Fatalf("rejected entities counted %v, want 1", n)
+	}
+}
+
+// panickingQueries panics on a query of one table, like a bug reached by
+// what that table holds.
+type panickingQueries struct {
+	Store
+	table string
+}
+
+func (p panickingQueries) Query(ctx context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error) {
+	if table == p.table {
+		panic("bug reached by a row")
+	}
+	return p.Store.Query(ctx, table, pk, rowFrom, rowTo, top)
+}
+
+// TestTailPanic: a panic while reading a user's attempts, in the caller's
+// goroutine (yesterday's table) or in the one reading today's table, is
+// returned as an error; the process goes on.
+func TestTailPanic(t *testing.T) {
+	st := backends[0].open(t)
+	s := newTestSink(t, st, testConfig())
+	recs := map[string][]byte{}
+	appendAttempts(t, s, recs, "carol", []time.Time{day0, day0.Add(-24 * time.Hour)}, "c")
+	flushAll(t, s, recs)
+	for _, d := range []int64{-1, 0} { // yesterday, today
+		s.store = panickingQueries{st, tableName(s.prefix, dayOf(day0.UnixNano())+d)}
+		_, err := s.Tail(context.Background(), "carol", 2, 10)
+		if e, ok := httperr.PanicOf(err); !ok || e.Value != "bug reached by a row" {
+			t.Fatalf("day %+d: err %v, want the recovered panic", d, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"ingest/internal/httperr"
 	"ingest/shard"
 )
 
@@ -32,7 +33,10 @@ func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attemp
 
 // TailEach is Tail handing each attempt to fn as soon as its day is read,
 // so an answer can be streamed; an error from fn stops it and is returned.
-func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn func(*Attempt) error) error {
+// A panic in its reading (its own goroutines included) is returned as a
+// *httperr.Panic.
+func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn func(*Attempt) error) (err error) {
+	defer httperr.Recover(&err)
 	if limit <= 0 || user == "" {
 		return nil
 	}
@@ -43,8 +47,10 @@ func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn fu
 	// costs a lookup no round trip of its own.
 	todays := make(chan dayAttempts, 1)
 	go func(top int) {
-		got, err := s.tailDay(ctx, tableName(s.prefix, today), []byte(user), top)
-		todays <- dayAttempts{got, err}
+		var r dayAttempts
+		defer func() { todays <- r }()
+		defer httperr.Recover(&r.err) // a bug one read reaches ends that read, not the process
+		r.got, r.err = s.tailDay(ctx, tableName(s.prefix, today), []byte(user), top)
 	}(limit)
 	for day := today + 1; day > today-int64(days) && limit > 0; day-- {
 		if s.expired(day) {
@@ -152,6 +158,7 @@ func (s *Sink) queryAll(ctx context.Context, table string, qs []query, top int) 
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			defer httperr.Recover(&errs[i])
 			results[i], errs[i] = s.store.Query(ctx, table, q.pk, q.from, q.to, top)
 		})
 	}

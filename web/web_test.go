@@ -3,6 +3,8 @@ package web
 import (
 	"strings"
 	"testing"
+
+	"ingest/query"
 )
 
 func TestAsset(t *testing.T) {
@@ -34,6 +36,20 @@ func TestSelfContained(t *testing.T) {
 			if strings.Contains(string(body), bad) {
 				t.Errorf("%s refers to %q: the page must load nothing from outside the server", p, bad)
 			}
+		}
+	}
+}
+
+// TestPageKnowsTheControlKey: the page tells control lines by the key the
+// server reserves for them, and by nothing else.
+func TestPageKnowsTheControlKey(t *testing.T) {
+	js, _, _ := Asset("/ui/app.js")
+	if !strings.Contains(string(js), "const CONTROL = '"+query.ControlKey+"';") {
+		t.Fatalf("app.js does not name the control key %q", query.ControlKey)
+	}
+	for _, field := range []string{"if (o.error)", "if (o.stats)", "if (o.dropped)", "e.marker"} {
+		if strings.Contains(string(js), field) {
+			t.Errorf("app.js looks at an event field, %q, to tell a control line", field)
 		}
 	}
 }

@@ -317,3 +317,79 @@ func TestPageCannotBeFramed(t *testing.T) {
 		t.Fatalf("the page in a frame was %s, want blocked", framed)
 	}
 }
+
+// TestQueryPageListsEveryEvent: events whose own fields are named like the
+// answer's control lines (error, stats, dropped, marker, even @ingest) are
+// listed like any other, in a search and live, and nothing is shown as an
+// error; the page used to end the list at an event with an "error" field
+// and show its text as the status. The link over every year since 1700
+// (its histogram is 17,000 weekly buckets) used to make the server exit.
+func TestQueryPageListsEveryEvent(t *testing.T) {
+	browser := chromium(t)
+	s := start(t, t.TempDir())
+	body := `{"ts":"2026-11-21T16:00:01Z","service":"api","level":"error","msg":"first","error":"connection refused"}
+{"ts":"2026-11-21T16:00:02Z","service":"api","level":"info","msg":"second","stats":{"n":1}}
+{"ts":"2026-11-21T16:00:03Z","service":"api","level":"info","msg":"third","dropped":3,"marker":"not a marker"}
+{"ts":"2026-11-21T16:00:04Z","service":"api","level":"info","msg":"fourth","@ingest":"error"}
+{"ts":"2026-11-21T16:00:05Z","service":"api","level":"info","msg":"fifth"}
+{"ts":"2026-11-21T16:00:06Z","service":"api","level":"warn","msg":"sixth"}
+`
+	if code, b := s.post("/v1/logs", "application/x-ndjson", "", []byte(body)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	s.waitDrained()
+	bctx := headless(t, browser, chromedp.WindowSize(1280, 860))
+	poll := func(expr string, res any) chromedp.Action {
+		return chromedp.Poll(expr, res, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))
+	}
+	// status, whether it is shown as an error, and the rows' messages.
+	const view = `(() => {
+		const st = document.getElementById('status');
+		const rows = [...document.querySelectorAll('#rows .row')].map(r => r.querySelector('.msg').textContent);
+		return /events? in |live$/.test(st.textContent) ? [st.textContent, String(st.classList.contains('err')), rows.join(',')] : null;
+	})()`
+	var got []string
+	link := s.url + "/?service=api&from=2026-11-21T16:00:00Z&to=2026-11-21T17:00:00Z"
+	if err := chromedp.Run(bctx, chromedp.Navigate(link), poll(view, &got)); err != nil {
+		t.Fatalf("loading %s: %v", link, err)
+	}
+	want := "first,second,third,fourth,fifth,sixth"
+	if !strings.HasPrefix(got[0], "6 events in") || got[1] != "false" || got[2] != want {
+		t.Fatalf("status %q (error shown: %s), rows %q; want 6 events, no error, rows %s", got[0], got[1], got[2], want)
+	}
+
+	// Live: such an event arrives as an event, not as a dropped marker.
+	err := chromedp.Run(bctx,
+		chromedp.Evaluate(`document.getElementById('results').scrollTop = 1e9`, nil),
+		chromedp.Click("#live", chromedp.ByQuery),
+		poll(`document.querySelector('.live.on') !== null && / live$/.test(document.getElementById('status').textContent)`, nil),
+	)
+	if err != nil {
+		t.Fatalf("switching live on: %v", err)
+	}
+	waitTailReaders(t, s, 1)
+	if code, b := s.post("/v1/logs", "application/x-ndjson", "", []byte(
+		`{"service":"api","level":"info","msg":"live one","dropped":5,"error":"x","@ingest":"dropped"}`+"\n"+
+			`{"service":"api","level":"info","msg":"live two"}`)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	if err := chromedp.Run(bctx, poll(`(() => { const v = `+view+`; return v && v[2].endsWith('live two') ? v : null; })()`, &got)); err != nil {
+		t.Fatalf("the live events did not appear: %v", err)
+	}
+	if got[1] != "false" || got[2] != want+",live one,live two" || strings.Contains(got[2], "dropped") {
+		t.Fatalf("live: status %q (error shown: %s), rows %q", got[0], got[1], got[2])
+	}
+
+	// Every year since 1700: the page shows the events; the server lives.
+	s.waitDrained()
+	link = s.url + "/?service=*&from=1700-01-01T00:00:00Z&to=now"
+	if err := chromedp.Run(bctx, chromedp.Navigate(link), poll(view, &got)); err != nil {
+		t.Fatalf("loading %s: %v", link, err)
+	}
+	if !strings.HasPrefix(got[0], "8 events in") || got[1] != "false" {
+		t.Fatalf("%s: status %q (error shown: %s)", link, got[0], got[1])
+	}
+	if resp, err := http.Get(s.url + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the server does not answer after the page's reads: %v", err)
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"ingest/httpapi"
 	"ingest/logline"
+	"ingest/query"
 	"ingest/storage"
 	"ingest/tablesink"
 )
@@ -250,14 +251,18 @@ func (c *serverClient) logins(user string, days, limit int) ([]attemptRow, error
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		if bytes.HasPrefix(sc.Bytes(), []byte(`{"error":`)) {
+		switch query.ControlKind(sc.Bytes()) {
+		case "":
+		case query.ControlError:
 			// The answer is streamed: a storage error after its start
-			// comes as its last line.
+			// comes as its last line, a control line.
 			var e struct {
 				Error string `json:"error"`
 			}
 			json.Unmarshal(sc.Bytes(), &e)
 			return nil, fmt.Errorf("the server running on this --data-dir (%s) answered: %s", c.info.URL, e.Error)
+		default:
+			continue // a control line of a newer server
 		}
 		var r attemptRow
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {

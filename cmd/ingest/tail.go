@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"ingest/storage"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"ingest/query"
+	"ingest/storage"
 )
 
 // defaultServer is where ingest tail looks without --server and without a
@@ -78,8 +80,9 @@ func tailTarget(scfg *storage.Config, server, token string) (base, tok string, c
 }
 
 // followTail copies a tail's events to out until the server ends the stream
-// or ctx is done. Heartbeat lines are skipped; dropped-event markers go to
-// errOut, so out stays a clean NDJSON stream of events.
+// or ctx is done. Heartbeat lines are skipped; control lines (a note of
+// dropped events) go to errOut, so out stays a clean NDJSON stream of
+// events.
 func followTail(ctx context.Context, client *http.Client, u, token string, out, errOut io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -103,11 +106,16 @@ func followTail(ctx context.Context, client *http.Client, u, token string, out, 
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		switch {
-		case len(bytes.TrimSpace(line)) == 0:
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
-		case bytes.HasPrefix(line, []byte(`{"dropped":`)):
+		}
+		// Control lines by their reserved key only: an event's own
+		// fields (an attribute "dropped" or "error") never make one.
+		if kind := query.ControlKind(line); kind != "" {
 			fmt.Fprintf(errOut, "ingest tail: %s\n", line)
+			if kind == query.ControlError {
+				return fmt.Errorf("tail stream ended: %s", line)
+			}
 			continue
 		}
 		w.Write(line)

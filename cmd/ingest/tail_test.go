@@ -2,15 +2,21 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"ingest/internal/ingestexec"
+	"ingest/logline"
+	"ingest/query"
 )
 
 // TestTailCommand follows a running server with `ingest tail` and sees the
@@ -96,5 +102,33 @@ func followAndPost(t *testing.T, s *server, token string, args ...string) {
 		case <-deadline:
 			t.Fatal("no event came through ingest tail in 20s")
 		}
+	}
+}
+
+// TestFollowTailControlLines: ingest tail tells control lines by their
+// reserved key only: events with fields named dropped or error go to the
+// output like any other, the note of dropped events to the error output.
+func TestFollowTailControlLines(t *testing.T) {
+	var stream []byte
+	for i, attrs := range []string{`{"dropped":5}`, `{"error":"connection refused","@ingest":"dropped"}`, `{}`} {
+		e := logline.Event{Time: int64(i), Service: []byte("api"), Message: []byte("event " + strconv.Itoa(i)), Attrs: []byte(attrs)}
+		stream = query.AppendNDJSON(stream, &e)
+		if i == 1 {
+			stream = query.AppendDroppedLine(stream, 7)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write(append([]byte("\n"), stream...))
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	if err := followTail(context.Background(), http.DefaultClient, srv.URL, "", &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n"); n != 3 || !strings.Contains(out.String(), `"dropped":5`) || strings.Contains(out.String(), `"dropped":7`) {
+		t.Fatalf("%d lines out, want the 3 events:\n%s", n, out.String())
+	}
+	if !strings.Contains(errOut.String(), `"dropped":7`) || strings.Contains(errOut.String(), `"message":"event`) {
+		t.Fatalf("error output %q, want the dropped note only", errOut.String())
 	}
 }

@@ -8,6 +8,10 @@
 //
 // RetryAfter, when set, becomes the Retry-After header: a 429 or 503 that
 // asks the client to come back carries one.
+//
+// A panic in a goroutine serving one request is recovered into a *Panic
+// (panic.go), an error like any other: a 500 for that request, not the
+// end of the process.
 package httperr
 
 import (

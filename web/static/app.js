@@ -10,6 +10,13 @@
   const css = getComputedStyle(document.documentElement);
   const COLOR = Object.fromEntries(LEVELS.map((l) => [l, css.getPropertyValue('--' + l).trim()]));
   const FIXED = new Set(['ts', 'level', 'service', 'host', 'id', 'message']);
+  // A control line (in-band error, stats, dropped events) has this key; an
+  // event never has it, whatever its fields (the server renames an
+  // attribute of that name), so nothing else is looked at to tell them apart.
+  const CONTROL = '@ingest';
+  // The page's own rows that are no event (a gap in the live stream) are
+  // marked by a symbol, which no parsed event can have.
+  const MARKER = Symbol('marker');
 
   let token = sessionStorage.getItem('ingest-token') || '';
   let rows = [];           // events, in display order
@@ -206,8 +213,10 @@
     try {
       const resp = await api('/v1/logs?' + args, signal);
       await ndjson(resp, (o) => {
-        if (o.error) throw new Error(o.error);
-        if (o.stats) return;
+        if (Object.hasOwn(o, CONTROL)) {
+          if (o[CONTROL] === 'error') throw new Error(String(o.error));
+          return; // stats, or a kind this page does not know
+        }
         rows.push(o);
         if (!pending) { pending = true; requestAnimationFrame(flush); }
       });
@@ -259,8 +268,9 @@
       const resp = await api('/v1/tail?' + p, ctl.signal);
       setStatus(count() + ', live');
       await ndjson(resp, (o) => {
-        if (o.dropped) {
-          batch.push({ marker: o.dropped + ' events dropped: this page fell behind the live stream' });
+        if (Object.hasOwn(o, CONTROL)) {
+          if (o[CONTROL] !== 'dropped') return;
+          batch.push({ [MARKER]: o.dropped + ' events dropped: this page fell behind the live stream' });
         } else {
           if (re && !re.test(o.message || '')) return;
           batch.push(o);
@@ -309,10 +319,10 @@
 
   function rowHTML(i) {
     const e = rows[i];
-    if (e.marker) return '<div class="row marker" data-i="' + i + '"><span class="msg">' + esc(e.marker) + '</span></div>';
+    if (e[MARKER]) return '<div class="row marker" data-i="' + i + '"><span class="msg">' + esc(e[MARKER]) + '</span></div>';
     const lv = e.level || '';
     return '<div class="row' + (i === open ? ' open' : '') + '" data-i="' + i + '"><span class="ts">' + esc(fmtTS(e.ts)) +
-      '</span><span class="lv ' + lv + '">' + esc(lv) + '</span><span class="svc">' + esc(e.service || '') +
+      '</span><span class="lv ' + esc(lv) + '">' + esc(lv) + '</span><span class="svc">' + esc(e.service || '') +
       '</span><span class="host">' + esc(e.host || '') + '</span><span class="msg">' + esc(e.message || '') + '</span></div>' +
       (i === open ? detail(e) : '');
   }
