@@ -14,8 +14,8 @@ import (
 	"ingest/buffer"
 	"ingest/intake"
 	"ingest/internal/httperr"
+	"ingest/login"
 	"ingest/logline"
-	"ingest/tablesink"
 )
 
 const hourNanos = int64(time.Hour)
@@ -34,7 +34,6 @@ type reqState struct {
 	seen     []seenGroup
 	seenSlot [seenSlots]uint8 // by seenHash: index in seen + 1, or 0
 	keys     []groupKey       // by group index
-	attempt  tablesink.Attempt
 	loginErr []intake.LineError
 }
 
@@ -173,7 +172,7 @@ func (s *Server) decode(ctx *fasthttp.RequestCtx, st *reqState, held *int64, bod
 func (s *Server) parse(ctx *fasthttp.RequestCtx, st *reqState, p *intake.Parser, body []byte, format intake.Format, logins bool) (intake.Result, error) {
 	d := intake.Defaults{Now: time.Now().UnixNano()}
 	if logins {
-		return p.ParseLogins(body, format, d, func(l *intake.Login) error { return s.addLogin(st, l) })
+		return p.ParseLogins(body, format, d, func(a *login.Attempt) error { return s.addLogin(st, a) })
 	}
 	d.Service = s.serviceOf(ctx)
 	return p.ParseLogs(body, format, d, func(e *logline.Event) { s.addEvent(st, e) })
@@ -387,10 +386,7 @@ func (st *reqState) addGroup(e *logline.Event, hour int64) int {
 }
 
 // addLogin encodes one login attempt into its day table's group.
-func (s *Server) addLogin(st *reqState, l *intake.Login) error {
-	a := &st.attempt
-	*a = tablesink.Attempt{Time: l.Time, User: l.User, IP: l.IP, UA: l.UA, ID: l.ID,
-		Success: l.Success, HasSuccess: l.HasSuccess, Props: l.Props}
+func (s *Server) addLogin(st *reqState, a *login.Attempt) error {
 	key, rec, err := s.deps.Logins.AppendRecord(st.record[:0], a)
 	st.record = rec
 	if err != nil {

@@ -5,21 +5,8 @@ import (
 	"net/http"
 
 	"ingest/internal/jsonstr"
+	"ingest/login"
 )
-
-// Login is one login attempt (POST /v1/logins). Byte fields point into the
-// request body or the Parser's scratch space and are valid only during the
-// emit call.
-type Login struct {
-	Time       int64  // Unix nanoseconds
-	User       []byte // never empty
-	IP         []byte
-	UA         []byte
-	ID         []byte // the client's id, else a generated one
-	Success    bool
-	HasSuccess bool   // whether the attempt said success at all
-	Props      []byte // compact JSON object of every other field; empty when none
-}
 
 func loginField(key []byte) fieldKind {
 	switch string(key) {
@@ -45,7 +32,7 @@ func loginField(key []byte) fieldKind {
 // among them. Text and OTLP bodies are a 415. An error from emit rejects
 // that line too, with the error's text (the caller's own checks, such as an
 // attempt older than the table retention).
-func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login) error) (Result, error) {
+func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*login.Attempt) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
@@ -79,7 +66,7 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login
 // line is rejected.
 func (p *Parser) loginFromLine(b []byte) string {
 	lg := &p.lg
-	*lg = Login{}
+	*lg = login.Attempt{}
 	p.beginAttrs(b)
 	var haveTime, haveUser, haveIP, haveUA, haveID bool
 	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {

@@ -7,6 +7,7 @@ import (
 
 	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
+	"ingest/login"
 )
 
 type gotLogin struct {
@@ -21,7 +22,7 @@ func parseLogins(t testing.TB, body string, f Format) ([]gotLogin, Result, error
 	p := GetParser()
 	defer PutParser(p)
 	var out []gotLogin
-	res, err := p.ParseLogins([]byte(body), f, Defaults{Now: now}, func(l *Login) error {
+	res, err := p.ParseLogins([]byte(body), f, Defaults{Now: now}, func(l *login.Attempt) error {
 		out = append(out, gotLogin{l.Time, string(l.User), string(l.IP), string(l.UA), string(l.ID), l.Success, l.HasSuccess, string(l.Props)})
 		return nil
 	})
@@ -88,7 +89,7 @@ func TestLoginsArrayAndFormats(t *testing.T) {
 func TestLoginEmitError(t *testing.T) {
 	p := NewParser()
 	body := "{\"user\":\"a\"}\n{\"user\":\"old\"}\n{\"user\":\"b\"}"
-	res, err := p.ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *Login) error {
+	res, err := p.ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *login.Attempt) error {
 		if string(l.User) == "old" {
 			return fmt.Errorf("cannot accept login: older than the retention")
 		}
@@ -107,7 +108,7 @@ func TestParseLoginsAllocs(t *testing.T) {
 	body := []byte(loginBody(100))
 	p := NewParser()
 	d := Defaults{Now: now}
-	emit := func(*Login) error { return nil }
+	emit := func(*login.Attempt) error { return nil }
 	p.ParseLogins(body, FormatNDJSON, d, emit)
 	if allocs := testing.AllocsPerRun(20, func() { p.ParseLogins(body, FormatNDJSON, d, emit) }); allocs != 0 {
 		t.Fatalf("ParseLogins allocates %v times per batch, want 0", allocs)
@@ -131,7 +132,7 @@ func BenchmarkParseLogins(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := p.ParseLogins(body, FormatNDJSON, d, func(*Login) error { return nil }); err != nil {
+		if _, err := p.ParseLogins(body, FormatNDJSON, d, func(*login.Attempt) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -149,7 +150,7 @@ func FuzzParseLogins(f *testing.F) {
 		p := GetParser()
 		defer PutParser(p)
 		emitted := 0
-		res, err := p.ParseLogins(body, format, Defaults{Now: now}, func(l *Login) error {
+		res, err := p.ParseLogins(body, format, Defaults{Now: now}, func(l *login.Attempt) error {
 			emitted++
 			if len(l.User) == 0 || len(l.ID) == 0 || l.Time < minTime || l.Time > maxTime {
 				t.Fatalf("emitted an invalid login %+v", l)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"ingest/internal/jsonstr"
+	"ingest/login"
 	"ingest/logline"
 )
 
@@ -78,7 +79,7 @@ var defaultService = []byte("default")
 // parsing NDJSON allocates nothing per event.
 type Parser struct {
 	ev logline.Event
-	lg Login
+	lg login.Attempt
 
 	attrs   []byte // the event's attrs object
 	message []byte // a non-string message rendered as JSON
@@ -128,7 +129,7 @@ func PutParser(p *Parser) {
 		p.spans = nil
 	}
 	p.ev.Reset()
-	p.lg = Login{}
+	p.lg = login.Attempt{}
 	p.beginAttrs(nil) // keep no body alive from the pool
 	p.idx.Release(retainBytes)
 	p.service = nil

@@ -18,6 +18,7 @@ import (
 	"ingest/blobsink"
 	"ingest/httpapi"
 	"ingest/loadtest"
+	"ingest/login"
 	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"
@@ -209,7 +210,7 @@ type attemptRow struct {
 	UA      string `json:"ua"`
 }
 
-func rowOf(a *tablesink.Attempt) attemptRow {
+func rowOf(a *login.Attempt) attemptRow {
 	r := attemptRow{json: tablesink.AppendAttemptJSON(nil, a), Time: string(logline.AppendTime(nil, a.Time)),
 		IP: string(a.IP), ID: string(a.ID), UA: string(a.UA)}
 	if a.HasSuccess {
