@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"net/http"
 
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/internal/jsonstr"
-	"ingest/login"
 )
 
 func loginField(key []byte) fieldKind {
@@ -29,37 +30,43 @@ func loginField(key []byte) fieldKind {
 // ParseLogins parses a body of login attempts, NDJSON or a JSON array, and
 // calls emit for each valid one. Its contract is ParseLogs': a bad line is
 // rejected with its number and skipped, a line without a non-empty "user"
-// among them. Text and OTLP bodies are a 415. An error from emit rejects
-// that line too, with the error's text (the caller's own checks, such as an
-// attempt older than the table retention).
+// among them, and so is an attempt emit refuses with a group.Rejected
+// error (the caller's own checks, such as an attempt older than the table
+// retention); any other error from emit ends parsing. Text and OTLP bodies
+// are a 415.
 func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*login.Attempt) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
 	var r Result
-	each := func(n int, b []byte) {
+	each := func(n int, b []byte) error {
 		if reason := p.loginFromLine(b); reason != "" {
 			r.reject(n, reason)
-			return
+			return nil
 		}
 		if err := emit(&p.lg); err != nil {
-			r.reject(n, err.Error())
-			return
+			if group.IsRejected(err) {
+				r.reject(n, err.Error())
+				return nil
+			}
+			return err
 		}
 		r.Accepted++
+		return nil
 	}
+	var err error
 	switch f {
 	case FormatNDJSON:
-		forEachLine(body, &r, each)
+		err = forEachLine(body, &r, each)
 	case FormatJSONArray:
 		if err := p.scanArray(body); err != nil {
 			return r, err
 		}
-		p.forEachElement(body, &r, each)
+		err = p.forEachElement(body, &r, each)
 	default:
 		return r, errorf(http.StatusUnsupportedMediaType,
 			"cannot accept a %s body for logins: send NDJSON or a JSON array of objects", f)
 	}
-	return r, nil
+	return r, err
 }
 
 // loginFromLine fills p.lg from one JSON object; it returns "" or why the

@@ -1,13 +1,15 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
-	"ingest/login"
 )
 
 type gotLogin struct {
@@ -86,18 +88,38 @@ func TestLoginsArrayAndFormats(t *testing.T) {
 	}
 }
 
+// An emit error that group.IsRejected rejects that attempt alone; any
+// other ends parsing and is returned.
 func TestLoginEmitError(t *testing.T) {
-	p := NewParser()
 	body := "{\"user\":\"a\"}\n{\"user\":\"old\"}\n{\"user\":\"b\"}"
-	res, err := p.ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *login.Attempt) error {
-		if string(l.User) == "old" {
-			return fmt.Errorf("cannot accept login: older than the retention")
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{"rejected", &group.Rejected{Reason: "cannot accept login: older than the retention"}, 3},
+		{"ends parsing", errors.New("cannot reserve memory"), 2},
+	} {
+		calls := 0
+		res, err := NewParser().ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *login.Attempt) error {
+			calls++
+			if string(l.User) == "old" {
+				return tc.err
+			}
+			return nil
+		})
+		if calls != tc.calls {
+			t.Errorf("%s: emit called %d times, want %d", tc.name, calls, tc.calls)
 		}
-		return nil
-	})
-	if err != nil || res.Accepted != 2 || res.Rejected != 1 || res.Errors[0].Line != 2 ||
-		res.Errors[0].Error != "cannot accept login: older than the retention" {
-		t.Fatalf("%v %+v, want line 2 rejected with emit's error", err, res)
+		if tc.calls == 2 {
+			if err != tc.err || res.Accepted != 1 {
+				t.Errorf("%s: %v %+v, want emit's error after 1 accepted", tc.name, err, res)
+			}
+			continue
+		}
+		if err != nil || res.Accepted != 2 || res.Rejected != 1 || res.Errors[0].Line != 2 || res.Errors[0].Error != tc.err.Error() {
+			t.Errorf("%s: %v %+v, want line 2 rejected with emit's error", tc.name, err, res)
+		}
 	}
 }
 

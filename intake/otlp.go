@@ -28,7 +28,7 @@ import (
 //
 // Unlike the JSON paths this allocates per request (the protobuf message
 // tree), which OTLP's large batches amortise.
-func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event)) (Result, error) {
+func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event) error) (Result, error) {
 	var r Result
 	// LogsData has the same single field as ExportLogsServiceRequest
 	// (repeated ResourceLogs resource_logs = 1, JSON "resourceLogs"), so both
@@ -69,8 +69,9 @@ func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event)
 					r.reject(n, reason)
 					continue
 				}
-				r.Accepted++
-				emit(&p.ev)
+				if err := r.emit(n, emit, &p.ev); err != nil {
+					return r, err
+				}
 			}
 		}
 	}

@@ -180,7 +180,7 @@ func BenchmarkParseLogsOTLPProto(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := p.ParseLogs(body, FormatOTLPProto, d, func(*logline.Event) {}); err != nil {
+		if _, err := p.ParseLogs(body, FormatOTLPProto, d, func(*logline.Event) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}

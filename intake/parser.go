@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/internal/jsonstr"
-	"ingest/login"
 	"ingest/logline"
 )
 
@@ -42,6 +43,21 @@ func (r *Result) reject(line int, reason string) {
 	if len(r.Errors) < MaxErrors {
 		r.Errors = append(r.Errors, LineError{Line: line, Error: reason})
 	}
+}
+
+// emit hands e, the row of line n, to emit and books the outcome: accepted,
+// rejected alone (a group.Rejected error), or the error that ends parsing,
+// returned.
+func (r *Result) emit(n int, emit func(*logline.Event) error, e *logline.Event) error {
+	if err := emit(e); err != nil {
+		if group.IsRejected(err) {
+			r.reject(n, err.Error())
+			return nil
+		}
+		return err
+	}
+	r.Accepted++
+	return nil
 }
 
 // AppendJSON appends the 202 response body,

@@ -1,11 +1,16 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"ingest/intake/group"
 	"ingest/logline"
 )
 
@@ -36,13 +41,14 @@ func parseAll(t testing.TB, body string, f Format, d Defaults) ([]got, Result, e
 	defer PutParser(p)
 	var out []got
 	var line []byte
-	res, err := p.ParseLogs([]byte(body), f, d, func(e *logline.Event) {
+	res, err := p.ParseLogs([]byte(body), f, d, func(e *logline.Event) error {
 		out = append(out, got{e.Time, e.Level, string(e.Service), string(e.Host), string(e.ID), string(e.Message), string(e.Attrs)})
 		line = logline.AppendLine(line[:0], e)
 		var back logline.Event
 		if perr := logline.Parse(line, &back); perr != nil {
 			t.Errorf("event makes a line logline.Parse refuses: %q: %v", line, perr)
 		}
+		return nil
 	})
 	if err == nil && res.Accepted != len(out) {
 		t.Errorf("Accepted = %d, but %d events were emitted", res.Accepted, len(out))
@@ -169,7 +175,7 @@ func TestResultAppendJSON(t *testing.T) {
 func TestPutParserDropsBigBuffers(t *testing.T) {
 	p := NewParser()
 	big := `{"msg":"` + strings.Repeat("x", retainBytes) + `","a":"` + strings.Repeat("y", retainBytes) + `"}`
-	if _, err := p.ParseLogs([]byte(big), FormatNDJSON, Defaults{Now: now}, func(*logline.Event) {}); err != nil {
+	if _, err := p.ParseLogs([]byte(big), FormatNDJSON, Defaults{Now: now}, func(*logline.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if cap(p.attrs) <= retainBytes {
@@ -178,5 +184,55 @@ func TestPutParserDropsBigBuffers(t *testing.T) {
 	PutParser(p)
 	if p.attrs != nil {
 		t.Fatalf("PutParser kept an oversized buffer: cap(attrs)=%d", cap(p.attrs))
+	}
+}
+
+// The emit contract, for every log body format: an error that
+// group.IsRejected rejects that event alone, with its line (or element, or
+// record) number; any other error ends parsing at once and is returned.
+func TestEmitErrors(t *testing.T) {
+	pb, err := proto.Marshal(otlpRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := protojson.Marshal(otlpRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := `{"msg":"one"}` + "\n" + `{"msg":"two"}` + "\n" + `{"msg":"three"}`
+	bodies := []struct {
+		name string
+		f    Format
+		body string
+	}{
+		{"ndjson", FormatNDJSON, three},
+		{"array", FormatJSONArray, "[" + strings.ReplaceAll(three, "\n", ",") + "]"},
+		{"text", FormatText, "one\ntwo\nthree"},
+		{"otlp protobuf", FormatOTLPProto, string(pb)}, // records 1-3 valid, 4 rejected for its time
+		{"otlp json", FormatOTLPJSON, string(js)},
+	}
+	stop := errors.New("cannot reserve memory")
+	for _, b := range bodies {
+		for _, tc := range []struct {
+			name string
+			err  error
+		}{{"rejected", &group.Rejected{Reason: "cannot accept the event: over a cap"}}, {"ends parsing", stop}} {
+			calls := 0
+			res, err := NewParser().ParseLogs([]byte(b.body), b.f, Defaults{Now: now}, func(*logline.Event) error {
+				if calls++; calls == 2 {
+					return tc.err
+				}
+				return nil
+			})
+			if tc.err == stop {
+				if err != stop || calls != 2 || res.Accepted != 1 {
+					t.Errorf("%s, %s: %v after %d calls, %+v; want emit's error after the second call", b.name, tc.name, err, calls, res)
+				}
+				continue
+			}
+			if err != nil || calls != 3 || res.Accepted != 2 || len(res.Errors) == 0 || res.Errors[0].Line != 2 || res.Errors[0].Error != tc.err.Error() {
+				t.Errorf("%s, %s: %v after %d calls, %+v; want line 2 rejected with emit's error and the rest accepted", b.name, tc.name, err, calls, res)
+			}
+		}
 	}
 }

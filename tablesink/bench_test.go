@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"ingest/login"
+	"ingest/intake/login"
 )
 
 // benchRecords builds n attempts of today: "spread" over n/5 users (five

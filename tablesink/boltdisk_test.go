@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	bolt "go.etcd.io/bbolt"
 
-	"ingest/login"
+	"ingest/intake/login"
 )
 
 // writeZipfAttempts writes n login attempts of 100,000 users (Zipf 1.1, as

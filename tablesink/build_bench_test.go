@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"ingest/intake/login"
 	"ingest/internal/benchcpu"
-	"ingest/login"
 )
 
 // nullStore stands for a table service that is never called.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"ingest/login"
+	"ingest/intake/login"
 	"ingest/tablesink"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"ingest/login"
+	"ingest/intake/login"
 	"ingest/logline"
 	"ingest/shard"
 )

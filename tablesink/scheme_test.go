@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"ingest/blobsink"
-	"ingest/login"
+	"ingest/intake/login"
 	"ingest/shard"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 
-	"ingest/login"
+	"ingest/intake/login"
 )
 
 func TestConfig(t *testing.T) {

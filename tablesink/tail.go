@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"ingest/login"
+	"ingest/intake/login"
 	"ingest/shard"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"ingest/blobsink"
 	"ingest/httpapi"
+	"ingest/intake/login"
 	"ingest/loadtest"
-	"ingest/login"
 	"ingest/logline"
 	"ingest/query"
 	"ingest/tablesink"

@@ -17,6 +17,7 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
+	"ingest/intake/group"
 	"ingest/query"
 	"ingest/tablesink"
 )
@@ -35,6 +36,8 @@ func runServe(args []string) error {
 	tcfg.RegisterFlags(fs)
 	hcfg := httpapi.DefaultConfig()
 	hcfg.RegisterFlags(fs)
+	gcfg := group.DefaultConfig()
+	gcfg.RegisterFlags(fs)
 	qcfg := query.DefaultConfig()
 	qcfg.RegisterFlags(fs)
 	cfg := defaultServeConfig()
@@ -45,7 +48,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &gcfg, &qcfg, &cfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -68,7 +71,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
+	srv, err := newServer(hcfg, gcfg, qcfg, p, localToken, reg, log)
 	if err != nil {
 		return err
 	}
