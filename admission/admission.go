@@ -178,10 +178,67 @@ func (h *Hold) Reserve(n int64) error {
 // Held is how many bytes h holds.
 func (h *Hold) Held() int64 { return h.n }
 
+// Left is how many more bytes h could reserve before the whole budget (the
+// 413): what others hold may keep them from it for now.
+func (h *Hold) Left() int64 { return h.b.limit - h.n }
+
 // Release returns everything h holds and forgets its context.
 func (h *Hold) Release() {
 	if h.b != nil {
 		h.b.Release(h.n)
 	}
 	*h = Hold{}
+}
+
+// Memory is what Grow reserves from: a request's *Hold.
+type Memory interface {
+	Reserve(n int64) error
+	Left() int64
+}
+
+// growStep is the least Grow reserves at a time within a buffer's
+// capacity; growFirst the least capacity it allocates.
+const growStep, growFirst = 64 << 10, 4 << 10
+
+// Grow returns buf with room for n more bytes, at most most bytes in all
+// (0: no bound), reserving from m the memory that takes before it is used;
+// *counted is how much of buf's capacity is reserved. Room within the
+// capacity buf has (a pooled buffer's) is reserved a step at a time, at
+// least 64 KiB and doubling. Past it, the new buffer's growth is reserved
+// before it is allocated; the new buffer (4 KiB at first) doubles, but asks
+// for no more than m has left when the need fits in that. The old buffer is garbage:
+// the budget counts what requests hold, the collector's soft memory limit
+// (set above the budgets) bounds what they dropped. On a refusal, buf is
+// returned unchanged with m's error.
+func Grow(m Memory, buf []byte, n, most int, counted *int) ([]byte, error) {
+	need := len(buf) + n
+	if need <= *counted && need <= cap(buf) {
+		return buf, nil
+	}
+	if need <= cap(buf) {
+		to := max(need, min(cap(buf), 2**counted+growStep))
+		if most > 0 {
+			to = max(need, min(to, most))
+		}
+		if err := m.Reserve(int64(to - *counted)); err != nil {
+			return buf, err
+		}
+		*counted = to
+		return buf, nil
+	}
+	grown := max(2*cap(buf), growFirst)
+	if most > 0 {
+		grown = min(grown, most)
+	}
+	if left := m.Left(); int64(grown-*counted) > left {
+		grown = *counted + int(left)
+	}
+	grown = max(grown, need)
+	if err := m.Reserve(int64(grown - *counted)); err != nil {
+		return buf, err
+	}
+	*counted = grown
+	b := make([]byte, len(buf), grown)
+	copy(b, buf)
+	return b, nil
 }

@@ -157,3 +157,51 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	})
 }
+
+// Grow reserves before it allocates: a new buffer's growth, room in a
+// pooled buffer's capacity a step at a time; near the end of the budget it
+// asks for what is needed, not a doubling, and a refusal leaves the buffer
+// as it was.
+func TestGrow(t *testing.T) {
+	b := New(1<<20, "test bytes", "--test-bytes")
+	var h Hold
+	h.Begin(b, context.Background(), 0)
+	counted := 0
+	buf, err := Grow(&h, nil, 10, 0, &counted)
+	if err != nil || cap(buf) < 10 || counted != cap(buf) || h.Held() != int64(counted) {
+		t.Fatalf("from nil: cap %d, counted %d, held %d, %v", cap(buf), counted, h.Held(), err)
+	}
+	buf = append(buf, make([]byte, cap(buf))...) // full
+	before := h.Held()
+	buf2, err := Grow(&h, buf, 1, 0, &counted)
+	if err != nil || cap(buf2) != 2*cap(buf) || h.Held() != before+int64(cap(buf2)-cap(buf)) || counted != cap(buf2) {
+		t.Fatalf("doubling: cap %d -> %d, held %d -> %d, %v", cap(buf), cap(buf2), before, h.Held(), err)
+	}
+	// A pooled buffer: its capacity is reserved as it is used, in steps,
+	// without a new allocation.
+	pooled := make([]byte, 0, 512<<10)
+	counted = 0
+	h.Release()
+	h.Begin(b, context.Background(), 0)
+	got, err := Grow(&h, pooled, 100, 0, &counted)
+	if err != nil || &got[:1][0] != &pooled[:1][0] || counted < 100 || counted > 2*growStep || h.Held() != int64(counted) {
+		t.Fatalf("pooled: counted %d, held %d, same buffer %v, %v", counted, h.Held(), &got[:1][0] == &pooled[:1][0], err)
+	}
+	// Near the end of the budget: what is left, not a doubling.
+	h.Release()
+	h.Begin(b, context.Background(), 0)
+	big := make([]byte, 200<<10) // as if reserved
+	if err := h.Reserve(1<<20 - 150<<10); err != nil {
+		t.Fatal(err)
+	}
+	counted = len(big)
+	grown, err := Grow(&h, big, 50<<10, 0, &counted)
+	if err != nil || cap(grown) != len(big)+150<<10 {
+		t.Fatalf("near the end: cap %d, want %d, what is left; %v", cap(grown), len(big)+150<<10, err)
+	}
+	// Past it: the 413, and the buffer unchanged.
+	same, err := Grow(&h, grown, 200<<10, 0, &counted)
+	if httperr.StatusOf(err) != 413 || &same[0] != &grown[0] {
+		t.Fatalf("past the budget: %v", err)
+	}
+}

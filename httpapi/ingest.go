@@ -226,6 +226,9 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, st *reqState) ([]byte, error
 		}
 		if lack := int64(len(buf)) - st.hold.Held(); lack > 0 {
 			if err := s.reserve(&st.hold, (lack+readStep-1)/readStep*readStep); err != nil {
+				if declared < 0 || len(buf) < declared {
+					s.answerThenLinger(ctx) // the rest of the body is on its way
+				}
 				return nil, err
 			}
 		}

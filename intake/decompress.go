@@ -2,8 +2,10 @@ package intake
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/admission"
 	"ingest/internal/httperr"
 )
 
@@ -22,12 +25,6 @@ import (
 // allocate up to 512 MiB before producing a byte. Every zstd level up to 19
 // uses at most 8 MiB; 32 MiB also covers --ultra -20.
 const MaxZstdWindow = 32 << 20
-
-// Memory is a request's share of the memory budget (*admission.Hold):
-// Reserve adds n bytes to it, or returns the refusal to answer with.
-type Memory interface {
-	Reserve(n int64) error
-}
 
 // Decompress appends the body decoded per encoding (the Content-Encoding
 // header: "", "identity", "gzip", "x-gzip", "zstd", "deflate", "snappy",
@@ -50,7 +47,7 @@ type Memory interface {
 // small and fixed, except a framed S2 stream's (blocks up to 4 MiB), which
 // is reserved too. For identity bodies the bytes are copied; callers on the
 // hot path may skip the call instead.
-func Decompress(dst, body []byte, encoding string, maxBytes int, mem Memory) ([]byte, error) {
+func Decompress(dst, body []byte, encoding string, maxBytes int, mem admission.Memory) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = int(^uint(0) >> 2)
 	}
@@ -58,7 +55,10 @@ func Decompress(dst, body []byte, encoding string, maxBytes int, mem Memory) ([]
 	if len(body) == 0 && knownEncoding(enc) {
 		return dst, nil // an empty body decodes to nothing whatever the encoding
 	}
-	out := output{b: dst, start: len(dst), limit: maxBytes, mem: mem}
+	if mem == nil {
+		mem = unbounded{}
+	}
+	out := output{b: dst, start: len(dst), limit: maxBytes, mem: mem, counted: len(dst)}
 	switch {
 	case enc == "" || strings.EqualFold(enc, "identity"):
 		if len(body) > maxBytes {
@@ -108,71 +108,46 @@ type output struct {
 	b       []byte
 	start   int // the caller's bytes before the body
 	limit   int // the most decoded bytes allowed
-	mem     Memory
-	counted int // bytes past start reserved from mem
+	mem     admission.Memory
+	counted int // bytes of b's capacity reserved (the caller's prefix counts as reserved)
 }
-
-// minStep is the least an output grows or reserves by.
-const minStep = 64 << 10
 
 // used is how many decoded bytes the output holds.
 func (o *output) used() int { return len(o.b) - o.start }
 
-// reserve adds n bytes to what the output has reserved.
-func (o *output) reserve(n int) error {
-	if n <= 0 {
-		return nil
-	}
-	if o.mem != nil {
-		if err := o.mem.Reserve(int64(n)); err != nil {
-			return err
-		}
-	}
-	o.counted += n
-	return nil
-}
-
-// room makes at least want bytes (at most what the limit leaves, plus one
-// to see a body past it) free and reserved after the decoded ones: from
-// the capacity b has, else in a new buffer, which grows by doubling while
-// small, by a quarter past 4 MiB, so that the last step near the budget
-// asks for little more than is needed.
+// room makes want bytes (at most what the limit leaves, plus one to see a
+// body past it) free and reserved after the decoded ones (admission.Grow).
 func (o *output) room(want int) error {
-	used := o.used()
-	want = min(max(want, 1), o.limit+1-used)
+	want = min(max(want, 1), o.limit+1-o.used())
 	if want <= 0 {
 		return errTooLarge
 	}
-	need := used + want
-	if need <= o.counted && len(o.b)+want <= cap(o.b) {
-		return nil
-	}
-	if o.start+need <= cap(o.b) { // capacity the caller had, not reserved yet
-		return o.reserve(min(max(need, o.counted+minStep), cap(o.b)-o.start) - o.counted)
-	}
-	grown := 2 * (cap(o.b) - o.start)
-	if grown > 8<<20 {
-		grown = (cap(o.b) - o.start) * 5 / 4
-	}
-	grown = min(max(grown, need, minStep), o.limit+1)
-	if err := o.reserve(grown - o.counted); err != nil {
-		return err
-	}
-	b := make([]byte, len(o.b), o.start+grown)
-	copy(b, o.b)
-	o.b = b
-	return nil
+	var err error
+	o.b, err = admission.Grow(o.mem, o.b, want, o.start+o.limit+1, &o.counted)
+	return err
 }
+
+// free is the reserved room after the decoded bytes.
+func (o *output) free() []byte {
+	end := min(cap(o.b), o.counted)
+	return o.b[len(o.b):end:end]
+}
+
+// unbounded is the Memory of a caller that reserves nothing.
+type unbounded struct{}
+
+func (unbounded) Reserve(int64) error { return nil }
+func (unbounded) Left() int64         { return math.MaxInt64 }
 
 // readFrom appends everything r yields, failing with errTooLarge as soon as
 // more than limit bytes arrived. sizeHint is the first step.
 func (o *output) readFrom(r io.Reader, sizeHint int) error {
 	zeroReads := 0
-	for want := sizeHint; ; want = minStep {
+	for want := sizeHint; ; want = 1 {
 		if err := o.room(want); err != nil {
 			return err
 		}
-		n, err := r.Read(o.b[len(o.b):min(cap(o.b), o.start+o.counted)])
+		n, err := r.Read(o.free())
 		o.b = o.b[:len(o.b)+n]
 		switch {
 		case o.used() > o.limit:
@@ -227,7 +202,18 @@ func gunzip(out *output, body []byte) ([]byte, error) {
 	if err := st.zr.Reset(&st.br); err != nil {
 		return out.finish(err, "gzip")
 	}
-	return out.finish(out.readFrom(&st.zr, hint(body)), "gzip")
+	return out.finish(out.readFrom(&st.zr, gzipSize(body)), "gzip")
+}
+
+// gzipSize guesses the decoded size of a gzip body: its last member's
+// trailer states that member's size (mod 4 GiB), the whole body's for the
+// usual single member. A wrong guess costs a step of growth, or room
+// reserved and never written.
+func gzipSize(body []byte) int {
+	if len(body) < 18 {
+		return hint(body)
+	}
+	return max(int(binary.LittleEndian.Uint32(body[len(body)-4:])), 1)
 }
 
 type zstdState struct {
@@ -239,12 +225,24 @@ var zstdPool sync.Pool
 
 // unzstd decodes with DecodeAll rather than a stream: it decodes into the
 // output itself, using it as the window, where a stream decoder keeps a
-// window-sized ring (8 MiB for common encoders) per pooled decoder. It
-// decodes into the capacity reserved so far and no further (the decoder's
-// cap limit); when a frame does not fit, the output grows and decoding
-// starts again, at most about twice the work of one pass. A frame that
-// states its size (most do) gets that capacity at once.
+// window-sized ring (8 MiB for common encoders) per pooled decoder. The
+// output gets, once, the most the body can decode to: its frames' and
+// blocks' headers say (zstdBound), without decoding. DecodeAll never
+// writes past that, so it never grows the output behind the budget's back
+// (it does for a frame that goes on past a capacity it is given).
 func unzstd(out *output, body []byte) ([]byte, error) {
+	bound, least, err := zstdBound(body)
+	switch {
+	case err != nil:
+		return out.finish(err, "zstd")
+	case least > out.limit:
+		return out.finish(errTooLarge, "zstd")
+	}
+	// Past the limit, the decoder stops after the block that crossed it:
+	// room for that block too.
+	if err := out.room(min(bound, out.limit+1) + zstdSlack); err != nil {
+		return out.finish(err, "zstd")
+	}
 	st, _ := zstdPool.Get().(*zstdState)
 	if st == nil {
 		// A synchronous decoder: no goroutines to leak when the pool drops it.
@@ -261,49 +259,101 @@ func unzstd(out *output, body []byte) ([]byte, error) {
 		}
 		st.max = out.limit
 	}
-	want := hint(body)
-	var h zstd.Header
-	if h.Decode(body) == nil && h.HasFCS {
-		if h.FrameContentSize > uint64(out.limit) {
-			return out.finish(errTooLarge, "zstd")
-		}
-		// The size, and room for the decoder's fast copies past the end.
-		want = int(h.FrameContentSize) + zstdOverrun
+	free := out.free()
+	got, err := st.dec.DecodeAll(body, free[:0])
+	// Past the limit, the decoder stops with ErrDecoderSizeExceeded, or with
+	// an error of its own within a block of the output's end.
+	full := errors.Is(err, zstd.ErrDecoderSizeExceeded) || bound > out.limit && cap(free)-len(got) <= 2*zstdSlack
+	switch {
+	case err != nil && full || err == nil && len(got) > out.limit:
+		return out.finish(errTooLarge, "zstd")
+	case err != nil:
+		return out.finish(err, "zstd")
+	case len(got) > 0 && &got[:1][0] != &free[:1][0]:
+		return out.finish(errors.New("decoded outside the reserved buffer"), "zstd")
 	}
-	for {
-		if err := out.room(want); err != nil {
-			return out.finish(err, "zstd")
-		}
-		// Decode into the free tail of the output: DecodeAll measures the
-		// limit against the whole slice, prefix included, where a frame
-		// states its size.
-		end := min(cap(out.b), out.start+out.counted)
-		free := out.b[len(out.b):end:end]
-		got, err := st.dec.DecodeAll(body, free[:0])
-		if err == nil {
-			if len(got) > 0 && &got[:1][0] != &free[:1][0] {
-				return out.finish(errors.New("decoded outside the reserved buffer"), "zstd")
-			}
-			out.b = out.b[:len(out.b)+len(got)]
-			return out.finish(nil, "zstd")
-		}
-		// Past the capacity, the decoder stops within a block of its end,
-		// with ErrDecoderSizeExceeded or an error of its own; any other
-		// error is in the data.
-		full := errors.Is(err, zstd.ErrDecoderSizeExceeded) || cap(free)-len(got) <= zstdBlock+zstdOverrun
-		switch {
-		case !full:
-			return out.finish(err, "zstd")
-		case out.counted > out.limit:
-			return out.finish(errTooLarge, "zstd")
-		}
-		want = out.counted - out.used() + zstdBlock // grow and decode again
-	}
+	out.b = out.b[:len(out.b)+len(got)]
+	return out.finish(nil, "zstd")
 }
 
-// zstdBlock is the most one zstd block decodes to; zstdOverrun is the room
+// zstdSlack is the most one zstd block decodes to (128 KiB), and the room
 // the decoder's fast copies want past the output's end.
-const zstdBlock, zstdOverrun = 128 << 10, 64
+const zstdSlack = 128<<10 + 64
+
+// zstdBound walks the frames of a zstd body, header and block headers,
+// without decoding: bound is the most they decode to (a raw or RLE block
+// its size, a compressed one at most a block, a frame at most the size it
+// states), least what they surely decode to (raw and RLE blocks).
+func zstdBound(body []byte) (bound, least int, err error) {
+	for len(body) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(body)
+		if err != nil {
+			return 0, 0, err
+		}
+		if h.Skippable {
+			if int(h.SkippableSize) > len(rest) {
+				return 0, 0, io.ErrUnexpectedEOF
+			}
+			body = rest[h.SkippableSize:]
+			continue
+		}
+		block := zstdSlack - 64
+		if !h.SingleSegment {
+			block = int(min(h.WindowSize, uint64(block)))
+		}
+		var most, sure int
+		if body, most, sure, err = skipZstdBlocks(rest, h.HasCheckSum, block); err != nil {
+			return 0, 0, err
+		}
+		if h.HasFCS {
+			most = int(min(uint64(most), h.FrameContentSize))
+		}
+		bound, least = min(bound+most, 1<<40), min(least+sure, 1<<40)
+	}
+	return bound, least, nil
+}
+
+// skipZstdBlocks returns what follows the blocks of a frame and its
+// checksum, the most they decode to (a compressed one to at most block
+// bytes) and what they surely decode to (raw and RLE blocks).
+func skipZstdBlocks(b []byte, checksum bool, block int) (rest []byte, most, sure int, err error) {
+	for {
+		if len(b) < 3 {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		h := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		last, typ, n := h&1 == 1, h>>1&3, int(h>>3)
+		size := n
+		switch typ {
+		case 1: // RLE: one byte, repeated n times
+			size = 1
+			sure += n
+			most += n
+		case 0: // raw
+			sure += n
+			most += n
+		case 2:
+			most += block
+		default:
+			return nil, 0, 0, errors.New("reserved block type")
+		}
+		if 3+size > len(b) {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		b = b[3+size:]
+		if last {
+			break
+		}
+	}
+	if checksum {
+		if len(b) < 4 {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		b = b[4:]
+	}
+	return b, most, sure, nil
+}
 
 type flateState struct {
 	br   bytes.Reader
@@ -401,10 +451,9 @@ func unsnappy(out *output, body []byte) ([]byte, error) {
 		return out.finish(out.readFrom(st.sr, hint(body)), "snappy")
 	case bytes.HasPrefix(body, []byte(s2Magic)):
 		// Rare: a reader of its own, its large buffers reserved, not pooled.
-		if err := out.reserve(s2StreamBytes); err != nil {
+		if err := out.mem.Reserve(s2StreamBytes); err != nil {
 			return out.finish(err, "snappy")
 		}
-		out.counted -= s2StreamBytes // held for the reader, not for the output
 		return out.finish(out.readFrom(s2.NewReader(bytes.NewReader(body)), hint(body)), "snappy")
 	}
 	// Block format: the decoded length leads the block, so an oversized

@@ -115,6 +115,8 @@ type Parser struct {
 	runLine          []byte
 	runStart, runEnd int
 
+	otlp *otlpJSON // the messages of the OTLP JSON form, once needed
+
 	service []byte // resolved default service of this request
 	now     int64  // resolved default time of this request
 }
@@ -149,6 +151,7 @@ func PutParser(p *Parser) {
 	p.beginAttrs(nil) // keep no body alive from the pool
 	p.idx.Release(retainBytes)
 	p.service = nil
+	p.otlp = nil // message trees of the last request's sizes
 	parserPool.Put(p)
 }
 

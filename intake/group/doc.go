@@ -48,14 +48,14 @@
 //
 // # Memory
 //
-// A group's lines are reserved from the request's Memory before they are
-// written: within the capacity a pooled Grouper already has, a step of at
-// least 4 KiB at a time; past it, the new capacity before it is allocated
-// (doubling, then by a quarter past 4 MiB). A refusal ends the request. A
-// line's room is taken from a bound computed from the event (tokens at
-// their caps, the message at six bytes a byte), so no append allocates
-// behind the budget's back. A pooled Grouper keeps at most 4 MiB of line
-// buffers, the only memory no request has reserved.
+// A group's lines are reserved from the request's admission.Hold before
+// they are written (admission.Grow): within the capacity a pooled Grouper
+// already has, a step at a time; past it, the new capacity before it is
+// allocated. A refusal ends the request. A line's room is taken from a
+// bound computed from the event (tokens at their caps, the message at six
+// bytes a byte), so no append allocates behind the budget's back. A new
+// group also reserves its key and bookkeeping. A pooled Grouper keeps at
+// most 4 MiB of line buffers, the only memory no request has reserved.
 //
 // # Performance
 //

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"ingest/admission"
 	"ingest/buffer"
 	"ingest/intake/login"
 	"ingest/internal/httperr"
@@ -16,13 +17,6 @@ import (
 )
 
 const hourNanos = int64(time.Hour)
-
-// Memory is one request's share of the memory budget
-// (*admission.Hold): Reserve adds n bytes to it, or returns the refusal to
-// answer with (429, or 413 when the request can never fit).
-type Memory interface {
-	Reserve(n int64) error
-}
 
 // Logins is what grouping needs of the login table sink
 // (*tablesink.Sink): it decides an attempt's keys and day table and
@@ -66,7 +60,7 @@ func NewPool(cfg Config, logins Logins) (*Pool, error) {
 }
 
 // Get returns an empty Grouper whose memory is reserved from mem.
-func (p *Pool) Get(mem Memory) *Grouper {
+func (p *Pool) Get(mem admission.Memory) *Grouper {
 	g, _ := p.groupers.Get().(*Grouper)
 	if g == nil {
 		g = &Grouper{pool: p, lastLogin: -1}
@@ -91,7 +85,7 @@ const retainBytes = 4 << 20
 // for concurrent use.
 type Grouper struct {
 	pool  *Pool
-	mem   Memory
+	mem   admission.Memory
 	batch buffer.Batch
 	enc   logline.Encoder // keeps the last minute's time stamp across events
 	// events counts the rows added; groups[i] is what the Grouper keeps of
@@ -328,41 +322,12 @@ func (g *Grouper) lookup(stream buffer.Stream, key []byte) (int, bool) {
 // buffer.Group, its entries here and in the buffer's WAL record.
 const groupOverhead = 256
 
-// minGroupBytes is the first capacity of a group's lines.
-const minGroupBytes = 4 << 10
-
 // room makes room for n more bytes in data, a group's lines, reserving
-// them first: within the capacity it has, a step of at least
-// minGroupBytes at a time; past it, the new capacity, before it is
-// allocated.
+// them first (admission.Grow).
 func (g *Grouper) room(info *groupInfo, data *[]byte, n int) error {
-	need := len(*data) + n
-	if need <= info.counted && need <= cap(*data) {
-		return nil
-	}
-	if need <= cap(*data) { // pooled capacity, not reserved yet
-		step := min(max(need-info.counted, minGroupBytes), cap(*data)-info.counted)
-		if err := g.mem.Reserve(int64(step)); err != nil {
-			return err
-		}
-		info.counted += step
-		return nil
-	}
-	// Double while small; past 4 MiB grow by a quarter, so that the last
-	// step near the budget asks for little more than is needed.
-	grown := 2 * cap(*data)
-	if cap(*data) > 4<<20 {
-		grown = cap(*data) + cap(*data)/4
-	}
-	grown = max(grown, need, minGroupBytes)
-	if err := g.mem.Reserve(int64(grown - info.counted)); err != nil {
-		return err
-	}
-	info.counted = grown
-	buf := make([]byte, len(*data), grown)
-	copy(buf, *data)
-	*data = buf
-	return nil
+	var err error
+	*data, err = admission.Grow(g.mem, *data, n, 0, &info.counted)
+	return err
 }
 
 // AddLogin encodes a into the group of its day table. It is ParseLogins'

@@ -21,6 +21,8 @@ type budget struct{ left, held int64 }
 
 var errBudget = httperr.New(429, "cannot accept the request: test budget used up")
 
+func (b *budget) Left() int64 { return b.left }
+
 func (b *budget) Reserve(n int64) error {
 	if n > b.left {
 		return errBudget

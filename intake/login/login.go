@@ -1,6 +1,6 @@
 // Package login holds the one type of a login attempt, shared by the
 // packages that parse attempts (intake), group them into a request's batch
-// (rows), key, store and read them back (tablesink), and print them
+// (intake/group), key, store and read them back (tablesink), and print them
 // (cmd/ingest), so that none of those imports another for it.
 package login
 
