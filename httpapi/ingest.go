@@ -80,7 +80,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 	defer s.groups.Put(g)
 	p := intake.GetParser()
 	defer intake.PutParser(p)
-	d := intake.Defaults{Now: time.Now().UnixNano()}
+	d := intake.Defaults{Now: time.Now().UnixNano(), MaxRows: s.groups.MaxEvents()}
 	var res intake.Result
 	if logins {
 		res, err = p.ParseLogins(body, format, d, g.AddLogin)

@@ -25,7 +25,7 @@ import (
 func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline.Event) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
-	var r Result
+	r := Result{maxRows: d.MaxRows}
 	// object takes the n-th JSON object of the body (a line or an element).
 	object := func(n int, obj []byte) error {
 		if reason := p.eventFromLine(obj); reason != "" {
@@ -49,7 +49,7 @@ func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline
 	case FormatText:
 		err = p.parseText(body, &r, emit)
 	case FormatOTLPProto, FormatOTLPJSON:
-		return p.parseOTLP(body, f == FormatOTLPJSON, emit)
+		return p.parseOTLP(body, f == FormatOTLPJSON, d.MaxRows, emit)
 	default:
 		return r, errorf(http.StatusUnsupportedMediaType, "cannot parse body: unknown format %d", f)
 	}
@@ -98,11 +98,16 @@ func forEachLine(body []byte, r *Result, fn func(n int, line []byte) error) erro
 		if isBlank(line) {
 			continue
 		}
+		var err error
 		if len(line) > MaxLineBytes {
 			r.reject(n, tooLong("line", len(line)))
-			continue
+		} else {
+			err = fn(n, line)
 		}
-		if err := fn(n, line); err != nil {
+		if err == nil {
+			err = r.full()
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -185,6 +190,9 @@ func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []by
 			if err := fn(k+1, elem); err != nil {
 				return err
 			}
+		}
+		if err := r.full(); err != nil {
+			return err
 		}
 	}
 	return nil

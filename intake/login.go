@@ -37,7 +37,7 @@ func loginField(key []byte) fieldKind {
 func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*login.Attempt) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
-	var r Result
+	r := Result{maxRows: d.MaxRows}
 	each := func(n int, b []byte) error {
 		if reason := p.loginFromLine(b); reason != "" {
 			r.reject(n, reason)

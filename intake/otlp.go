@@ -27,15 +27,15 @@ import (
 // per record. The JSON form is framed here and each resource, scope and
 // record decoded on its own, so memory is a record's tree, not the
 // request's.
-func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event) error) (Result, error) {
-	var r Result
+func (p *Parser) parseOTLP(body []byte, jsonForm bool, maxRows int, emit func(*logline.Event) error) (Result, error) {
+	r := &Result{maxRows: maxRows}
 	var err error
 	if jsonForm {
-		err = p.parseOTLPJSON(body, &r, emit)
+		err = p.parseOTLPJSON(body, r, emit)
 	} else {
-		err = p.parseOTLPWire(body, &r, emit)
+		err = p.parseOTLPWire(body, r, emit)
 	}
-	return r, err
+	return *r, err
 }
 
 // eventFromRecord fills p.ev from one decoded log record; it returns "" or

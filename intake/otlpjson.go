@@ -94,13 +94,12 @@ func (v *otlpEmitter) record(raw []byte) error {
 	rec := &v.p.otlp.record
 	if err := protojsonOptions.Unmarshal(raw, rec); err != nil {
 		v.r.reject(v.n, fmt.Sprintf("cannot decode record: %v", err))
-		return nil
-	}
-	if reason := v.p.eventFromRecord(rec, v.scopeName, true); reason != "" {
+	} else if reason := v.p.eventFromRecord(rec, v.scopeName, true); reason != "" {
 		v.r.reject(v.n, reason)
-		return nil
+	} else if err := v.r.emit(v.n, v.emit, &v.p.ev); err != nil {
+		return err
 	}
-	return v.r.emit(v.n, v.emit, &v.p.ev)
+	return v.r.full()
 }
 
 // walkOTLPJSON walks the request's resource logs, their scope logs and

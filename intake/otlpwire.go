@@ -159,11 +159,16 @@ func (p *Parser) parseOTLPWire(body []byte, r *Result, emit func(*logline.Event)
 					continue
 				}
 				n++
+				var err error
 				if reason := p.eventFromWire(recs.v, scope); reason != "" {
 					r.reject(n, reason)
-					continue
+				} else {
+					err = r.emit(n, emit, &p.ev)
 				}
-				if err := r.emit(n, emit, &p.ev); err != nil {
+				if err == nil {
+					err = r.full()
+				}
+				if err != nil {
 					return err
 				}
 			}

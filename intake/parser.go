@@ -35,6 +35,16 @@ type Result struct {
 	Accepted int         `json:"accepted"`
 	Rejected int         `json:"rejected"`
 	Errors   []LineError `json:"errors"` // the first MaxErrors rejections
+	maxRows  int         // Defaults.MaxRows
+}
+
+// full refuses the request once it has more rows, accepted or rejected,
+// than Defaults.MaxRows.
+func (r *Result) full() error {
+	if r.maxRows > 0 && r.Accepted+r.Rejected > r.maxRows {
+		return group.TooManyEvents(r.maxRows)
+	}
+	return nil
 }
 
 // reject counts a bad line and lists it while there is room.
@@ -85,6 +95,9 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 type Defaults struct {
 	Service []byte // service of events without one; empty means "default"
 	Now     int64  // Unix nanoseconds for events without a time; 0 means time.Now()
+	// MaxRows caps the rows of the body, accepted or rejected: past it,
+	// parsing ends with group.TooManyEvents (0: no cap).
+	MaxRows int
 }
 
 var defaultService = []byte("default")

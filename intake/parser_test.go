@@ -3,14 +3,18 @@ package intake
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"ingest/intake/group"
+	"ingest/intake/login"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -233,6 +237,45 @@ func TestEmitErrors(t *testing.T) {
 			if err != nil || calls != 3 || res.Accepted != 2 || len(res.Errors) == 0 || res.Errors[0].Line != 2 || res.Errors[0].Error != tc.err.Error() {
 				t.Errorf("%s, %s: %v after %d calls, %+v; want line 2 rejected with emit's error and the rest accepted", b.name, tc.name, err, calls, res)
 			}
+		}
+	}
+}
+
+// Defaults.MaxRows counts every row, rejected ones too: a body of
+// millions of bad lines is refused (413) at the first row past the cap,
+// not parsed to its end.
+func TestMaxRows(t *testing.T) {
+	const max = 50
+	bad := strings.Repeat("x\n", 10*max)
+	var badRecords []*logspb.LogRecord
+	for range 10 * max {
+		badRecords = append(badRecords, &logspb.LogRecord{TimeUnixNano: math.MaxUint64})
+	}
+	req := &logspb.LogsData{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: badRecords}}}}}
+	pb, _ := proto.Marshal(req)
+	js, _ := protojson.Marshal(req)
+	for _, tc := range []struct {
+		name string
+		f    Format
+		body string
+	}{
+		{"ndjson", FormatNDJSON, bad},
+		{"array", FormatJSONArray, "[" + strings.Repeat("1,", 10*max) + "1]"},
+		{"text", FormatText, strings.Repeat("ok\n", 10*max)},
+		{"otlp protobuf", FormatOTLPProto, string(pb)},
+		{"otlp json", FormatOTLPJSON, string(js)},
+		{"logins", 0, bad},
+	} {
+		var res Result
+		var err error
+		d := Defaults{Now: now, MaxRows: max}
+		if tc.f == 0 {
+			res, err = NewParser().ParseLogins([]byte(tc.body), FormatNDJSON, d, func(*login.Attempt) error { return nil })
+		} else {
+			res, err = NewParser().ParseLogs([]byte(tc.body), tc.f, d, func(*logline.Event) error { return nil })
+		}
+		if httperr.StatusOf(err) != 413 || !strings.Contains(err.Error(), "--max-events-per-request") || res.Accepted+res.Rejected != max+1 {
+			t.Errorf("%s: %v after %d rows, want a 413 naming --max-events-per-request after %d", tc.name, err, res.Accepted+res.Rejected, max+1)
 		}
 	}
 }

@@ -9,8 +9,9 @@ import (
 // Config holds the limits on what one request may add, and on the services
 // an instance takes on per hour.
 type Config struct {
-	// MaxEventsPerRequest caps the events (log events and login attempts)
-	// of one request: past it the request is refused whole (413).
+	// MaxEventsPerRequest caps the rows (log events and login attempts,
+	// valid or not) of one request: past it the request is refused whole
+	// (413).
 	MaxEventsPerRequest int
 	// MaxServiceHoursPerRequest caps the distinct (service, UTC hour of the
 	// event) pairs of one request, each a blob of its own: past it the
@@ -35,7 +36,7 @@ func DefaultConfig() Config {
 // RegisterFlags adds the flags to fs, with c's values as their defaults
 // (start from DefaultConfig).
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&c.MaxEventsPerRequest, "max-events-per-request", c.MaxEventsPerRequest, "events (or login attempts) one request may carry; a request with more is refused whole with 413")
+	fs.IntVar(&c.MaxEventsPerRequest, "max-events-per-request", c.MaxEventsPerRequest, "events or login attempts one request may carry, valid or not; a request with more is refused whole with 413")
 	fs.IntVar(&c.MaxServiceHoursPerRequest, "max-service-hours-per-request", c.MaxServiceHoursPerRequest, "distinct services one request may write, a service counting once per UTC hour of its events (each is a blob); the events of a further service or hour are rejected line by line")
 	fs.IntVar(&c.MaxNewServicesPerHour, "max-new-services-per-hour", c.MaxNewServicesPerHour, "services this instance takes on per hour that sent nothing in the current or previous hour; past it their events are rejected line by line until the next hour (0: no cap)")
 }

@@ -37,7 +37,10 @@
 // # Limits
 //
 // Past --max-events-per-request the request is refused whole (413): a
-// decoder stops at once instead of parsing millions of rows. A request may
+// decoder stops at once instead of parsing millions of rows. The Grouper
+// counts the rows it is given; a decoder that rejects rows itself counts
+// them against the same cap (Pool.MaxEvents, TooManyEvents), as intake's
+// do through Defaults.MaxRows. A request may
 // write at most --max-service-hours-per-request (service, hour) keys, each
 // a blob with its directories and flushes; an instance takes on at most
 // --max-new-services-per-hour services it has not seen in the current or

@@ -141,11 +141,22 @@ func (g *Grouper) Events() int { return g.events }
 // count counts one more row, or refuses the request past its cap.
 func (g *Grouper) count() error {
 	if g.events++; g.events > g.pool.cfg.MaxEventsPerRequest {
-		return httperr.New(http.StatusRequestEntityTooLarge,
-			"cannot accept the request: it holds more than %d events (--max-events-per-request); split it into smaller requests, or raise --max-events-per-request", g.pool.cfg.MaxEventsPerRequest)
+		return TooManyEvents(g.pool.cfg.MaxEventsPerRequest)
 	}
 	return nil
 }
+
+// TooManyEvents is the refusal of a request of more than max rows
+// (--max-events-per-request), a 413: a decoder that rejects rows itself
+// counts them against the same cap (MaxEvents), so a body of millions of
+// bad lines is refused, not parsed to its end.
+func TooManyEvents(max int) error {
+	return httperr.New(http.StatusRequestEntityTooLarge,
+		"cannot accept the request: it holds more than %d events (--max-events-per-request); split it into smaller requests, or raise --max-events-per-request", max)
+}
+
+// MaxEvents is the cap on the rows of a request (--max-events-per-request).
+func (p *Pool) MaxEvents() int { return p.cfg.MaxEventsPerRequest }
 
 // seenGroup maps an event's service as sent and its hour to its group.
 type seenGroup struct {
