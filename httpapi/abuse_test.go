@@ -271,18 +271,7 @@ func TestShutdownRefusalClosesCleanly(t *testing.T) {
 			if err := w.Flush(); err != nil {
 				t.Fatalf("sending the body: %v", err)
 			}
-			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				t.Fatalf("reading the answer: %v", err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			if resp.StatusCode != 503 || !resp.Close || resp.Header.Get("Retry-After") == "" {
-				t.Fatalf("answer %d (Connection: close %v, Retry-After %q), want 503 closing the connection", resp.StatusCode, resp.Close, resp.Header.Get("Retry-After"))
-			}
-			if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
-				t.Fatalf("after the 503: %q, %v; want a clean end of stream", rest, err)
-			}
+			oneAnswerThenEnd(t, c, 503)
 		})
 	}
 }
@@ -313,16 +302,24 @@ func TestMemoryRefusalMidBodyClosesCleanly(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatalf("sending the body: %v", err)
 	}
+	oneAnswerThenEnd(t, c, 429)
+}
+
+// oneAnswerThenEnd reads the answer on c: status, with Connection: close
+// and Retry-After, then a clean end of stream (no answer to what followed
+// on the connection, no reset).
+func oneAnswerThenEnd(t *testing.T, c net.Conn, status int) {
+	t.Helper()
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
 	}
 	io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != 429 || !resp.Close {
-		t.Fatalf("answer %d (Connection: close %v), want 429 closing the connection", resp.StatusCode, resp.Close)
+	if resp.StatusCode != status || !resp.Close || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("answer %d (Connection: close %v, Retry-After %q), want %d closing the connection", resp.StatusCode, resp.Close, resp.Header.Get("Retry-After"), status)
 	}
 	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
-		t.Fatalf("after the 429: %q, %v; want a clean end of stream", rest, err)
+		t.Fatalf("after the %d: %q, %v; want a clean end of stream", status, rest, err)
 	}
 }

@@ -89,6 +89,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
 		res, err = p.ParseLogs(body, format, d, g.AddEvent)
 	}
 	if err != nil {
+		s.countRefusal(err)
 		writeError(ctx, err)
 		return
 	}

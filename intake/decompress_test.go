@@ -2,6 +2,7 @@ package intake
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/admission"
 	"ingest/internal/httperr"
 )
 
@@ -187,22 +189,12 @@ func TestDecompressBomb(t *testing.T) {
 	}
 }
 
-// budget is a Memory of a fixed size that records what was reserved.
-type budget struct {
-	left, held int64
-}
-
-var errBudget = httperr.New(429, "cannot accept the request: test budget used up")
-
-func (b *budget) Left() int64 { return b.left }
-
-func (b *budget) Reserve(n int64) error {
-	if n > b.left {
-		return errBudget
-	}
-	b.left -= n
-	b.held += n
-	return nil
+// budget is a request's share of a budget of limit bytes: the real
+// admission.Hold, whose Held tells what was reserved.
+func budget(limit int64) *admission.Hold {
+	var h admission.Hold
+	h.Begin(admission.New(limit, "test bytes", "--test-bytes"), context.Background(), 0)
+	return &h
 }
 
 // Every decoded byte's memory is reserved before it is used, whatever the
@@ -232,13 +224,13 @@ func TestDecompressReservesBeforeAllocating(t *testing.T) {
 			body = compress(t, tc.enc, data)
 		}
 		for _, pooled := range []int{0, 256 << 10, 4 << 20} {
-			mem := &budget{left: 64 << 20}
+			mem := budget(64 << 20)
 			out, err := Decompress(make([]byte, 3, 3+pooled), body, tc.header, 8<<20, mem)
 			if err != nil || !bytes.Equal(out[3:], data) {
 				t.Fatalf("%s, dst with room for %d: %v", tc.enc, pooled, err)
 			}
-			if fresh := int64(cap(out) - 3); pooled == 0 && mem.held < fresh || mem.held < int64(len(data)) {
-				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded in a buffer of %d", tc.enc, pooled, mem.held, len(data), cap(out)-3)
+			if fresh := int64(cap(out) - 3); pooled == 0 && mem.Held() < fresh || mem.Held() < int64(len(data)) {
+				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded in a buffer of %d", tc.enc, pooled, mem.Held(), len(data), cap(out)-3)
 			}
 			// Growth by doubling: at most twice the size; the size itself
 			// when the body states it.
@@ -246,18 +238,18 @@ func TestDecompressReservesBeforeAllocating(t *testing.T) {
 			if sized[tc.enc] {
 				most = int64(len(data)) + 1<<10
 			}
-			if tc.enc != "s2-framed" && mem.held > most {
-				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded, want at most %d", tc.enc, pooled, mem.held, len(data), most)
+			if tc.enc != "s2-framed" && mem.Held() > most {
+				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded, want at most %d", tc.enc, pooled, mem.Held(), len(data), most)
 			}
 		}
 		const small = 256 << 10
-		mem := &budget{left: small}
+		mem := budget(small)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		_, err := Decompress(nil, body, tc.header, 8<<20, mem)
 		runtime.ReadMemStats(&after)
-		if !errors.Is(err, errBudget) {
+		if !errors.Is(err, admission.ErrRefused) {
 			t.Errorf("%s with a budget of %d bytes: %v, want the budget's refusal", tc.enc, small, err)
 		}
 		// The output's steps within the budget, plus the decoder's own state.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 
-	"ingest/intake/group"
 	"ingest/intake/login"
 	"ingest/internal/jsonstr"
 )
@@ -43,15 +42,7 @@ func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*login
 			r.reject(n, reason)
 			return nil
 		}
-		if err := emit(&p.lg); err != nil {
-			if group.IsRejected(err) {
-				r.reject(n, err.Error())
-				return nil
-			}
-			return err
-		}
-		r.Accepted++
-		return nil
+		return r.book(n, emit(&p.lg))
 	}
 	var err error
 	switch f {

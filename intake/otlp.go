@@ -95,6 +95,15 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 	return ""
 }
 
+// resourceKey appends to p.res, after a comma, the name of a resource
+// attribute as an event's attribute ("resource.<key>") and a colon.
+func (p *Parser) resourceKey(key []byte) {
+	p.num = append(append(p.num[:0], "resource."...), key...)
+	p.res = append(p.res, ',')
+	p.res = logline.AppendQuoted(p.res, p.num)
+	p.res = append(p.res, ':')
+}
+
 // recordAttrs adds, after a record's own attributes, its event name, the
 // resource's attributes, the scope name, the trace and span ids and an
 // unknown severity text, those that are set.

@@ -182,9 +182,7 @@ func treeEvents(p *Parser, body []byte) ([]got, bool) {
 			case "host.name":
 				p.host = appendText(p.host[:0], kv.GetValue())
 			default:
-				p.res = append(p.res, ',')
-				p.res = logline.AppendQuoted(p.res, []byte("resource."+kv.GetKey()))
-				p.res = append(p.res, ':')
+				p.resourceKey([]byte(kv.GetKey()))
 				p.res = appendAnyValue(p.res, kv.GetValue())
 			}
 		}

@@ -73,10 +73,7 @@ func (v *otlpEmitter) resource(raw []byte) {
 		case "host.name":
 			p.host = appendText(p.host[:0], kv.GetValue())
 		default:
-			p.num = append(append(p.num[:0], "resource."...), kv.GetKey()...)
-			p.res = append(p.res, ',')
-			p.res = logline.AppendQuoted(p.res, p.num)
-			p.res = append(p.res, ':')
+			p.resourceKey([]byte(kv.GetKey()))
 			p.res = appendAnyValue(p.res, kv.GetValue())
 		}
 	}
@@ -127,54 +124,52 @@ func walkOTLPJSON(body []byte, v otlpVisitor) error {
 // walkResourceLogs walks one ResourceLogs object: its resource first,
 // wherever it is written, then its scope logs.
 func walkResourceLogs(rl []byte, v otlpVisitor) error {
-	var resource []byte
-	_, err := jsonMembers(rl, 0, func(key []byte, s, e int) error {
-		if isKey(key, "resource") && rl[s] == '{' {
-			resource = rl[s:e]
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if v != nil {
-		v.resource(resource)
-	}
-	_, err = jsonMembers(rl, 0, func(key []byte, s, e int) error {
-		if !isKey(key, "scopeLogs", "scope_logs") {
-			return nil
-		}
-		return jsonObjects(rl, s, "scopeLogs", func(s, e int) error { return walkScopeLogs(rl[s:e], v) })
-	})
-	return err
+	return walkPart(rl, "resource", []string{"scopeLogs", "scope_logs"},
+		func(raw []byte) {
+			if v != nil {
+				v.resource(raw)
+			}
+		},
+		func(sl []byte) error { return walkScopeLogs(sl, v) })
 }
 
 // walkScopeLogs walks one ScopeLogs object: its scope first, then its
 // records.
 func walkScopeLogs(sl []byte, v otlpVisitor) error {
-	var scope []byte
-	_, err := jsonMembers(sl, 0, func(key []byte, s, e int) error {
-		if isKey(key, "scope") && sl[s] == '{' {
-			scope = sl[s:e]
+	return walkPart(sl, "scope", []string{"logRecords", "log_records"},
+		func(raw []byte) {
+			if v != nil {
+				v.scope(raw)
+			}
+		},
+		func(rec []byte) error {
+			if v == nil {
+				return nil
+			}
+			return v.record(rec)
+		})
+}
+
+// walkPart walks a ResourceLogs or ScopeLogs object: head, the object
+// named headKey (nil when it has none), goes first, wherever it is
+// written; then each element of the array named by one of listKeys.
+func walkPart(obj []byte, headKey string, listKeys []string, head func(raw []byte), each func(raw []byte) error) error {
+	var raw []byte
+	_, err := jsonMembers(obj, 0, func(key []byte, s, e int) error {
+		if isKey(key, headKey) && obj[s] == '{' {
+			raw = obj[s:e]
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if v != nil {
-		v.scope(scope)
-	}
-	_, err = jsonMembers(sl, 0, func(key []byte, s, e int) error {
-		if !isKey(key, "logRecords", "log_records") {
+	head(raw)
+	_, err = jsonMembers(obj, 0, func(key []byte, s, e int) error {
+		if !isKey(key, listKeys...) {
 			return nil
 		}
-		return jsonObjects(sl, s, "logRecords", func(s, e int) error {
-			if v == nil {
-				return nil
-			}
-			return v.record(sl[s:e])
-		})
+		return jsonObjects(obj, s, listKeys[0], func(s, e int) error { return each(obj[s:e]) })
 	})
 	return err
 }

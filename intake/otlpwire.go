@@ -196,10 +196,7 @@ func (p *Parser) resourceWire(rl []byte) {
 			case "host.name":
 				p.host = appendTextWire(p.host[:0], value)
 			default:
-				p.num = append(append(p.num[:0], "resource."...), key...)
-				p.res = append(p.res, ',')
-				p.res = logline.AppendQuoted(p.res, p.num)
-				p.res = append(p.res, ':')
+				p.resourceKey(key)
 				p.res = appendAnyOrNull(p.res, value)
 			}
 		}

@@ -59,14 +59,21 @@ func (r *Result) reject(line int, reason string) {
 // rejected alone (a group.Rejected error), or the error that ends parsing,
 // returned.
 func (r *Result) emit(n int, emit func(*logline.Event) error, e *logline.Event) error {
-	if err := emit(e); err != nil {
-		if group.IsRejected(err) {
-			r.reject(n, err.Error())
-			return nil
-		}
+	return r.book(n, emit(e))
+}
+
+// book counts the row of line n by what its emit returned: accepted (nil),
+// rejected alone (a group.Rejected error), or the error that ends parsing,
+// returned.
+func (r *Result) book(n int, err error) error {
+	switch {
+	case err == nil:
+		r.Accepted++
+	case group.IsRejected(err):
+		r.reject(n, err.Error())
+	default:
 		return err
 	}
-	r.Accepted++
 	return nil
 }
 

@@ -2,6 +2,7 @@ package group
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"ingest/admission"
 	"ingest/buffer"
 	"ingest/intake/login"
 	"ingest/internal/benchcpu"
@@ -16,20 +18,12 @@ import (
 	"ingest/logline"
 )
 
-// budget is a Memory of a fixed size that records what was reserved.
-type budget struct{ left, held int64 }
-
-var errBudget = httperr.New(429, "cannot accept the request: test budget used up")
-
-func (b *budget) Left() int64 { return b.left }
-
-func (b *budget) Reserve(n int64) error {
-	if n > b.left {
-		return errBudget
-	}
-	b.left -= n
-	b.held += n
-	return nil
+// budget is a request's share of a budget of limit bytes: the real
+// admission.Hold, whose Held tells what was reserved.
+func budget(limit int64) *admission.Hold {
+	var h admission.Hold
+	h.Begin(admission.New(limit, "test bytes", "--test-bytes"), context.Background(), 0)
+	return &h
 }
 
 func newPool(t testing.TB, cfg Config) *Pool {
@@ -100,7 +94,7 @@ func TestEventsFindTheirGroup(t *testing.T) {
 	for _, tc := range cases {
 		for _, pooled := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, pooled %v", tc.name, pooled), func(t *testing.T) {
-				g := pool.Get(&budget{left: 1 << 30})
+				g := pool.Get(budget(1 << 30))
 				defer pool.Put(g)
 				want := map[string][]string{} // group key -> ids
 				for i := range 3 * len(tc.services) * tc.hours {
@@ -139,7 +133,7 @@ func TestLimits(t *testing.T) {
 		return g.AddEvent(&e)
 	}
 
-	g := pool.Get(&budget{left: 1 << 30})
+	g := pool.Get(budget(1 << 30))
 	for i := range cfg.MaxEventsPerRequest {
 		if err := add(g, "a", t0); err != nil {
 			t.Fatalf("event %d: %v", i+1, err)
@@ -153,7 +147,7 @@ func TestLimits(t *testing.T) {
 
 	// Three keys: two services, one of them in two hours; a fourth key is
 	// rejected, a known one still taken.
-	g = pool.Get(&budget{left: 1 << 30})
+	g = pool.Get(budget(1 << 30))
 	for _, k := range []struct {
 		svc  string
 		when int64
@@ -181,7 +175,7 @@ func TestLimits(t *testing.T) {
 	// New services this hour: a and b so far, c and d make four; e is one
 	// too many, whatever the request. Next hour, all four are known (seen
 	// last hour) and e is new; the hour after, only those seen then are.
-	g = pool.Get(&budget{left: 1 << 30})
+	g = pool.Get(budget(1 << 30))
 	for _, s := range []string{"c", "d"} {
 		if err := add(g, s, t0); err != nil {
 			t.Fatal(err)
@@ -192,7 +186,7 @@ func TestLimits(t *testing.T) {
 	}
 	pool.Put(g)
 	clock += int64(time.Hour)
-	g = pool.Get(&budget{left: 1 << 30})
+	g = pool.Get(budget(1 << 30))
 	for _, s := range []string{"a", "b", "e"} {
 		if err := add(g, s, clock); err != nil {
 			t.Fatalf("next hour, service %s: %v", s, err)
@@ -210,7 +204,7 @@ func TestLimits(t *testing.T) {
 func TestReservesGroupData(t *testing.T) {
 	pool := newPool(t, DefaultConfig())
 	for run := range 3 { // fresh, then pooled twice
-		mem := &budget{left: 1 << 30}
+		mem := budget(1 << 30)
 		g := pool.Get(mem)
 		for i := range 5000 {
 			e := event(fmt.Sprintf("svc-%d", i%7), t0, fmt.Sprintf("id%d", i))
@@ -224,12 +218,12 @@ func TestReservesGroupData(t *testing.T) {
 			data += len(gr.Data)
 			capacity += cap(gr.Data)
 		}
-		if mem.held < int64(data) || run == 0 && mem.held < int64(capacity) {
-			t.Errorf("run %d: %d bytes reserved for %d bytes of lines in %d of capacity", run, mem.held, data, capacity)
+		if mem.Held() < int64(data) || run == 0 && mem.Held() < int64(capacity) {
+			t.Errorf("run %d: %d bytes reserved for %d bytes of lines in %d of capacity", run, mem.Held(), data, capacity)
 		}
 		pool.Put(g)
 	}
-	mem := &budget{left: 100 << 10}
+	mem := budget(100 << 10)
 	g := newPool(t, DefaultConfig()).Get(mem) // fresh: nothing pooled
 	var err error
 	for i := 0; err == nil && i < 10000; i++ {
@@ -237,7 +231,7 @@ func TestReservesGroupData(t *testing.T) {
 		e.Message = bytes.Repeat([]byte("x"), 100)
 		err = g.AddEvent(&e)
 	}
-	if !errors.Is(err, errBudget) {
+	if !errors.Is(err, admission.ErrRefused) {
 		t.Fatalf("lines past the budget: %v, want the budget's refusal", err)
 	}
 	if c := cap(g.Batch().Groups()[0].Data); c > 100<<10 {
@@ -263,7 +257,7 @@ func TestAddLogin(t *testing.T) {
 	pool := newPool(t, DefaultConfig())
 	day := int64(24 * time.Hour)
 	for range 2 { // fresh and pooled
-		g := pool.Get(&budget{left: 1 << 30})
+		g := pool.Get(budget(1 << 30))
 		want := map[string]string{}
 		for i, d := range []int64{0, 0, 1, 0, -1, -1, 1} {
 			a := login.Attempt{Time: t0 + d*day, User: []byte("u"), ID: fmt.Appendf(nil, "%d", i)}
@@ -300,7 +294,7 @@ func TestAddEventAllocs(t *testing.T) {
 	pool := newPool(t, DefaultConfig())
 	events := benchEvents(1000)
 	run := func() {
-		g := pool.Get(&budget{left: 1 << 40})
+		g := pool.Get(budget(1 << 40))
 		for i := range events {
 			e := events[i]
 			if err := g.AddEvent(&e); err != nil {
@@ -337,7 +331,7 @@ func BenchmarkAddEvent(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		g := pool.Get(&budget{left: 1 << 40})
+		g := pool.Get(budget(1 << 40))
 		for i := range events {
 			e := events[i] // AddEvent rewrites Service
 			if err := g.AddEvent(&e); err != nil {
