@@ -347,6 +347,9 @@ func (g *Grouper) room(info *groupInfo, data *[]byte, n int) error {
 // request. The attempt is encoded once, straight into its group when it
 // shares the previous attempt's day, as most do.
 func (g *Grouper) AddLogin(a *login.Attempt) error {
+	if g.pool.logins == nil {
+		return httperr.New(http.StatusServiceUnavailable, "cannot accept login attempts: this server has no table store for them")
+	}
 	if err := g.count(); err != nil {
 		return err
 	}

@@ -32,8 +32,10 @@ const maxPeakRSS = 512 << 20
 // the command and a case of TestMemoryAttacks.
 type memoryAttack struct {
 	name, what string
-	// requests builds what one client sends, in order.
-	requests func() []attackRequest
+	// requests builds what every client sends, in order; perClient, when
+	// set instead, what client i sends.
+	requests  func() []attackRequest
+	perClient func(i int) []attackRequest
 	// check, when set, is what must hold of the server's data directory
 	// once it has stopped.
 	check func(dataDir string) error
@@ -87,6 +89,14 @@ var memoryAttacks = []memoryAttack{
 				return fmt.Errorf("%d service directories, more than --max-service-hours-per-request (1,000)", len(ents))
 			}
 			return nil
+		}},
+	{name: "new-services", what: "310 KB of NDJSON naming 10,000 services, other ones from each client: the buffer's keys, and their chunks, past the caps",
+		perClient: func(i int) []attackRequest {
+			var b []byte
+			for j := range 10_000 {
+				b = fmt.Appendf(b, `{"service":"c%02d-%05d","msg":"x"}`+"\n", i, j)
+			}
+			return []attackRequest{post("application/x-ndjson", "", b)}
 		}},
 	{name: "hostile", what: "hostile bodies one after another: 1 GiB bombs of every encoding, a snappy block claiming 1 GiB, 10 MB lines, JSON nested 100,000 deep",
 		requests: hostileRequests},
@@ -198,8 +208,9 @@ func (r attackResult) String() string {
 }
 
 // runAttack starts a fresh server on bin with its data in dataDir and
-// default flags, has n clients send reqs at once, stops the server and
-// returns what the clients saw and the server's peak RSS.
+// default flags, has n clients send reqs at once, stops the server (kills
+// it when the attack has nothing to check in its data) and returns what
+// the clients saw and the server's peak RSS.
 func runAttack(bin, dataDir string, a memoryAttack, reqs []attackRequest, n int) (attackResult, error) {
 	p, err := ingestexec.Serve(bin, 0, nil, "--data-dir", dataDir, "--log-level", "error")
 	if err != nil {
@@ -209,8 +220,33 @@ func runAttack(bin, dataDir string, a memoryAttack, reqs []attackRequest, n int)
 	res := attackResult{clients: n, statuses: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	clients := make([][]attackRequest, n)
+	for i := range clients {
+		clients[i] = reqs
+		if a.perClient != nil {
+			clients[i] = a.perClient(i)
+		}
+	}
+	// The peak is read as the attack goes too: a server that dies of it
+	// leaves its last reading.
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		for {
+			if v, ok := p.Status("VmHWM"); ok {
+				mu.Lock()
+				res.peak = max(res.peak, v)
+				mu.Unlock()
+			}
+			select {
+			case <-p.Exited():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
 	start := time.Now()
-	for range n {
+	for _, reqs := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -226,12 +262,22 @@ func runAttack(bin, dataDir string, a memoryAttack, reqs []attackRequest, n int)
 	}
 	wg.Wait()
 	res.elapsed = time.Since(start)
-	if v, ok := p.Status("VmHWM"); ok {
-		res.peak = v
+	select {
+	case <-p.Exited():
+		res.err = fmt.Errorf("the server died: %s", p.Cmd.ProcessState)
+		<-watching
+		return res, nil
+	default:
 	}
-	if _, err := p.Stop(time.Minute); err != nil {
+	if a.check == nil {
+		p.Kill() // nothing to read back: no need to wait for the flushes
+		<-watching
+		return res, nil
+	}
+	if _, err := p.Stop(3 * time.Minute); err != nil {
 		return res, err
 	}
+	<-watching
 	if a.check != nil {
 		res.err = a.check(dataDir)
 	}
@@ -259,7 +305,10 @@ func send(client *http.Client, base string, rq attackRequest) string {
 // runMemory is a's section: one client, then 24 at once, each against a
 // fresh server; it fails when a peak passes --max-rss or a check fails.
 func (r *runner) runMemory(a memoryAttack) bool {
-	reqs := a.requests()
+	var reqs []attackRequest
+	if a.requests != nil {
+		reqs = a.requests()
+	}
 	ok := true
 	for _, n := range attackClients {
 		r.servers++
