@@ -31,31 +31,26 @@ type otlpJSON struct {
 
 var protojsonOptions = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// otlpVisitor is what walkOTLPJSON calls, resource before the records of
-// its scopes, scope before its records; nil only checks the frame.
-type otlpVisitor interface {
-	resource(raw []byte)
-	scope(raw []byte)
-	record(raw []byte) error
-}
-
 // parseOTLPJSON emits the records of an OTLP JSON request, numbered
 // across the request from 1.
 func (p *Parser) parseOTLPJSON(body []byte, r *Result, emit func(*logline.Event) error) error {
-	if err := walkOTLPJSON(body, nil); err != nil {
+	if err := walkOTLPJSON(body, nil, nil); err != nil {
 		return errorf(http.StatusBadRequest, "cannot decode OTLP logs request: %v", err)
 	}
 	if p.otlp == nil {
 		p.otlp = new(otlpJSON)
 	}
-	return walkOTLPJSON(body, &otlpEmitter{p: p, r: r, emit: emit})
+	return walkOTLPJSON(body, &otlpEmitter{p: p, r: r}, emit)
 }
 
-// otlpEmitter decodes and emits what walkOTLPJSON finds.
+// otlpEmitter decodes and emits what walkOTLPJSON finds: a resource before
+// the records of its scopes, a scope before its records. A concrete type,
+// not an interface, and emit passed along rather than kept in it, so that
+// emit does not escape (every caller of ParseLogs would allocate its
+// callback).
 type otlpEmitter struct {
 	p         *Parser
 	r         *Result
-	emit      func(*logline.Event) error
 	scopeName string
 	n         int // records so far
 }
@@ -86,14 +81,14 @@ func (v *otlpEmitter) scope(raw []byte) {
 	}
 }
 
-func (v *otlpEmitter) record(raw []byte) error {
+func (v *otlpEmitter) record(raw []byte, emit func(*logline.Event) error) error {
 	v.n++
 	rec := &v.p.otlp.record
 	if err := protojsonOptions.Unmarshal(raw, rec); err != nil {
 		v.r.reject(v.n, fmt.Sprintf("cannot decode record: %v", err))
 	} else if reason := v.p.eventFromRecord(rec, v.scopeName, true); reason != "" {
 		v.r.reject(v.n, reason)
-	} else if err := v.r.emit(v.n, v.emit, &v.p.ev); err != nil {
+	} else if err := v.r.emit(v.n, emit, &v.p.ev); err != nil {
 		return err
 	}
 	return v.r.full()
@@ -101,7 +96,7 @@ func (v *otlpEmitter) record(raw []byte) error {
 
 // walkOTLPJSON walks the request's resource logs, their scope logs and
 // their records, calling v (nil: only checking that the frame is sound).
-func walkOTLPJSON(body []byte, v otlpVisitor) error {
+func walkOTLPJSON(body []byte, v *otlpEmitter, emit func(*logline.Event) error) error {
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return errors.New("the body is not a JSON object")
@@ -110,7 +105,7 @@ func walkOTLPJSON(body []byte, v otlpVisitor) error {
 		if !isKey(key, "resourceLogs", "resource_logs") {
 			return nil
 		}
-		return jsonObjects(body, s, "resourceLogs", func(s, e int) error { return walkResourceLogs(body[s:e], v) })
+		return jsonObjects(body, s, "resourceLogs", func(s, e int) error { return walkResourceLogs(body[s:e], v, emit) })
 	})
 	if err != nil {
 		return err
@@ -123,19 +118,19 @@ func walkOTLPJSON(body []byte, v otlpVisitor) error {
 
 // walkResourceLogs walks one ResourceLogs object: its resource first,
 // wherever it is written, then its scope logs.
-func walkResourceLogs(rl []byte, v otlpVisitor) error {
+func walkResourceLogs(rl []byte, v *otlpEmitter, emit func(*logline.Event) error) error {
 	return walkPart(rl, "resource", []string{"scopeLogs", "scope_logs"},
 		func(raw []byte) {
 			if v != nil {
 				v.resource(raw)
 			}
 		},
-		func(sl []byte) error { return walkScopeLogs(sl, v) })
+		func(sl []byte) error { return walkScopeLogs(sl, v, emit) })
 }
 
 // walkScopeLogs walks one ScopeLogs object: its scope first, then its
 // records.
-func walkScopeLogs(sl []byte, v otlpVisitor) error {
+func walkScopeLogs(sl []byte, v *otlpEmitter, emit func(*logline.Event) error) error {
 	return walkPart(sl, "scope", []string{"logRecords", "log_records"},
 		func(raw []byte) {
 			if v != nil {
@@ -146,7 +141,7 @@ func walkScopeLogs(sl []byte, v otlpVisitor) error {
 			if v == nil {
 				return nil
 			}
-			return v.record(rec)
+			return v.record(rec, emit)
 		})
 }
 
