@@ -42,10 +42,13 @@ type Result struct {
 // than Defaults.MaxRows.
 func (r *Result) full() error {
 	if r.maxRows > 0 && r.Accepted+r.Rejected > r.maxRows {
-		return group.TooManyEvents(r.maxRows)
+		return r.tooMany()
 	}
 	return nil
 }
+
+// tooMany is full's refusal, apart so that full is inlined on every row.
+func (r *Result) tooMany() error { return group.TooManyEvents(r.maxRows) }
 
 // reject counts a bad line and lists it while there is room.
 func (r *Result) reject(line int, reason string) {
@@ -66,15 +69,21 @@ func (r *Result) emit(n int, emit func(*logline.Event) error, e *logline.Event) 
 // rejected alone (a group.Rejected error), or the error that ends parsing,
 // returned.
 func (r *Result) book(n int, err error) error {
-	switch {
-	case err == nil:
+	if err == nil {
 		r.Accepted++
-	case group.IsRejected(err):
-		r.reject(n, err.Error())
-	default:
-		return err
+		return nil
 	}
-	return nil
+	return r.bookError(n, err)
+}
+
+// bookError is book's slow path, apart so that book is inlined on every
+// row.
+func (r *Result) bookError(n int, err error) error {
+	if group.IsRejected(err) {
+		r.reject(n, err.Error())
+		return nil
+	}
+	return err
 }
 
 // AppendJSON appends the 202 response body,

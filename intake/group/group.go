@@ -189,8 +189,8 @@ func seenHash(svc []byte, hour int64) int {
 // memory refused). e is read during the call only; its Service is
 // rewritten to the name as stored.
 func (g *Grouper) AddEvent(e *logline.Event) error {
-	if err := g.count(); err != nil {
-		return err
+	if g.events++; g.events > g.pool.cfg.MaxEventsPerRequest { // count, by hand: this runs per event
+		return TooManyEvents(g.pool.cfg.MaxEventsPerRequest)
 	}
 	hour := e.Time / hourNanos
 	if e.Time < 0 && e.Time%hourNanos != 0 {
@@ -207,8 +207,10 @@ func (g *Grouper) AddEvent(e *logline.Event) error {
 	info := &g.groups[i]
 	e.Service = gr.Key[:info.svcLen] // the line names the service as its blob does
 	e.ServiceToken = true
-	if err := g.room(info, &gr.Data, lineBound(e)); err != nil {
-		return err
+	if need := len(gr.Data) + lineBound(e); need > info.counted || need > cap(gr.Data) {
+		if err := g.room(info, &gr.Data, lineBound(e)); err != nil {
+			return err
+		}
 	}
 	gr.Data = g.enc.AppendLine(gr.Data, e)
 	gr.Events++

@@ -328,10 +328,13 @@ func benchEvents(n int) []logline.Event {
 func BenchmarkAddEvent(b *testing.B) {
 	pool := newPool(b, DefaultConfig())
 	events := benchEvents(1000)
+	inflight := admission.New(1<<40, "test bytes", "--test-bytes")
+	var hold admission.Hold
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		g := pool.Get(budget(1 << 40))
+		hold.Begin(inflight, context.Background(), 0)
+		g := pool.Get(&hold)
 		for i := range events {
 			e := events[i] // AddEvent rewrites Service
 			if err := g.AddEvent(&e); err != nil {
@@ -339,6 +342,7 @@ func BenchmarkAddEvent(b *testing.B) {
 			}
 		}
 		pool.Put(g)
+		hold.Release()
 	}
 	benchcpu.Report(b, cpu, len(events), "event")
 }
