@@ -30,7 +30,7 @@ func BenchmarkAddManyKeys(b *testing.B) {
 	b.ReportAllocs()
 	var batch Batch
 	for b.Loop() {
-		batch.Reset()
+		batch.Reset(1 << 30)
 		for i := range events {
 			g := batch.Group(0, keys[i%len(keys)])
 			g.Data = append(g.Data, line...)

@@ -44,20 +44,27 @@ func (b *Batch) Group(stream Stream, key []byte) *Group {
 			return g
 		}
 	}
+	b.last = b.Add(stream, key)
+	return &b.groups[b.last]
+}
+
+// Add adds an empty group for (stream, key), which the batch must not hold
+// yet, and returns its index in Groups. It reuses the memory of a group a
+// previous batch held.
+func (b *Batch) Add(stream Stream, key []byte) int {
 	if len(b.groups) < cap(b.groups) {
 		b.groups = b.groups[:len(b.groups)+1]
 	} else {
 		b.groups = append(b.groups, Group{})
 	}
-	b.last = len(b.groups) - 1
-	g := &b.groups[b.last]
+	g := &b.groups[len(b.groups)-1]
 	g.Stream = stream
 	g.Key = append(g.Key[:0], key...)
 	g.Data = g.Data[:0]
 	g.Events = 0
 	g.Tally = [8]int{}
 	g.Lines = logline.Summary{}
-	return g
+	return len(b.groups) - 1
 }
 
 // Groups are the batch's groups.
@@ -72,11 +79,17 @@ func (b *Batch) Bytes() int {
 	return n
 }
 
-// Reset empties the batch, keeping its memory unless a group grew huge.
-func (b *Batch) Reset() {
-	for i := range b.groups {
-		if cap(b.groups[i].Data) > 8<<20 {
-			b.groups[i].Data = nil
+// Reset empties the batch, keeping at most retain bytes of its groups'
+// line buffers for the next batch (the first ones, each at most 8 MiB).
+func (b *Batch) Reset(retain int) {
+	kept := 0
+	all := b.groups[:cap(b.groups)]
+	for i := range all {
+		g := &all[i]
+		if c := cap(g.Data); c > 8<<20 || kept+c > retain {
+			g.Data = nil
+		} else {
+			kept += c
 		}
 	}
 	b.groups = b.groups[:0]

@@ -465,7 +465,7 @@ func TestBatchGroupsReuseMemory(t *testing.T) {
 	keys := [][]byte{[]byte("a/2026/11/21/1800"), []byte("b/2026/11/21/1800")}
 	line := []byte("1.0;2026-11-21T18:04:05.1234567Z;info;a;h;id;\"m\";{}\n")
 	run := func() {
-		batch.Reset()
+		batch.Reset(1 << 30)
 		for i := range 100 {
 			g := batch.Group(0, keys[i%2])
 			g.Data = append(g.Data, line...)
@@ -503,7 +503,7 @@ func benchAdd(b *testing.B, ack AckMode) {
 	b.RunParallel(func(pb *testing.PB) {
 		var batch Batch
 		for pb.Next() {
-			batch.Reset()
+			batch.Reset(1 << 30)
 			g := batch.Group(0, []byte("checkout/2026/11/21/1800"))
 			for range events {
 				g.Data = append(g.Data, line...)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -235,5 +236,90 @@ func TestFarOversizedBodyGets413NotReset(t *testing.T) {
 				t.Fatalf("answer %d (Connection: close %v) %s, want 413 naming --max-body-bytes, closing the connection", resp.StatusCode, resp.Close, b)
 			}
 		})
+	}
+}
+
+// A keep-alive client that posts a large body to an instance shutting
+// down gets exactly one 503, with Connection: close, and then a clean end
+// of stream: the body it sent is read and dropped, never parsed as a next
+// request (which answered 400 and then reset the connection).
+func TestShutdownRefusalClosesCleanly(t *testing.T) {
+	f := newTCPFixture(t, Config{MaxBodyBytes: 16 << 20, MaxDecompressedBytes: 64 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: 30 * time.Second}, buffer.Config{})
+	f.srv.Drain(context.Background())
+	line := []byte(`{"msg":"sent while the server shuts down"}` + "\n")
+	body := bytes.Repeat(line, 360_000/len(line)) // 360 KB, more than the sockets buffer
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			c, err := net.Dial("tcp", f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			w := bufio.NewWriterSize(c, 64<<10)
+			if chunked {
+				fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", len(body))
+				w.Write(body)
+				w.WriteString("\r\n0\r\n\r\n")
+			} else {
+				fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", len(body))
+				w.Write(body)
+			}
+			// And a second request on the same connection, as a keep-alive
+			// client sends its next batch.
+			fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Length: 11\r\n\r\n{\"msg\":\"x\"}")
+			if err := w.Flush(); err != nil {
+				t.Fatalf("sending the body: %v", err)
+			}
+			oneAnswerThenEnd(t, c, 503)
+		})
+	}
+}
+
+// The same for a body refused halfway for memory (429 while others hold
+// --max-inflight-bytes): one answer, then a clean end of stream.
+func TestMemoryRefusalMidBodyClosesCleanly(t *testing.T) {
+	f := newTCPFixture(t, Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 1 << 20, MaxInflightBytes: 1 << 20, ReadTimeout: 30 * time.Second}, buffer.Config{})
+	stalledUpload(t, f.addr, 1<<20, 900_000) // holds most of the budget
+	deadline := time.Now().Add(10 * time.Second)
+	for f.srv.inflight.Used() < 800_000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled upload holds %d bytes", f.srv.inflight.Used())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	body := bytes.Repeat([]byte(`{"msg":"refused halfway"}`+"\n"), 500_000/26)
+	w := bufio.NewWriter(c)
+	fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Length: %d\r\n\r\n", len(body))
+	w.Write(body)
+	fmt.Fprintf(w, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Length: 11\r\n\r\n{\"msg\":\"x\"}")
+	if err := w.Flush(); err != nil {
+		t.Fatalf("sending the body: %v", err)
+	}
+	oneAnswerThenEnd(t, c, 429)
+}
+
+// oneAnswerThenEnd reads the answer on c: status, with Connection: close
+// and Retry-After, then a clean end of stream (no answer to what followed
+// on the connection, no reset).
+func oneAnswerThenEnd(t *testing.T, c net.Conn, status int) {
+	t.Helper()
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != status || !resp.Close || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("answer %d (Connection: close %v, Retry-After %q), want %d closing the connection", resp.StatusCode, resp.Close, resp.Header.Get("Retry-After"), status)
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
+		t.Fatalf("after the %d: %q, %v; want a clean end of stream", status, rest, err)
 	}
 }

@@ -2,16 +2,12 @@ package httpapi
 
 import (
 	"fmt"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"ingest/buffer"
-	"ingest/internal/benchcpu"
-	"ingest/logline"
 )
 
 // ndjsonBody is n events of about 200 bytes of one service and hour.
@@ -63,87 +59,3 @@ func TestIngestPathAllocsPerEvent(t *testing.T) {
 // request spread over 8 services, one after another, the way the load
 // generator sends them: the per-event cost of finding the event's group.
 func BenchmarkIngestPathServices(b *testing.B) { benchIngestPath(b, 8) }
-
-// BenchmarkAddEvent encodes 1,000 parsed events of 8 services, one after
-// another, into a request's batch: line encoding and finding each event's
-// group, without parsing or the buffer.
-func BenchmarkAddEvent(b *testing.B) {
-	events := make([]logline.Event, 1000)
-	t0 := time.Date(2026, 11, 21, 16, 4, 5, 0, time.UTC).UnixNano()
-	for i := range events {
-		events[i] = logline.Event{Time: t0 + int64(i)*1e6, Level: logline.LevelInfo, Service: fmt.Appendf(nil, "svc-%d", i%8),
-			Host: []byte("web-17"), ID: []byte("01JDQ8ZK3M9X2V7B4N6P8R0T2W"), Message: fmt.Appendf(nil, "user u%d paid order %d with card ending 4242 in 87 ms", i, i*7),
-			MessagePlain: true, Attrs: []byte(`{"user":"u123","status":200,"path":"/api/pay"}`)}
-	}
-	var s *Server // addEvent uses only the request's state
-	st := new(reqState)
-	b.ReportAllocs()
-	cpu := benchcpu.Start()
-	for b.Loop() {
-		st.reset()
-		for i := range events {
-			e := events[i] // addEvent rewrites Service
-			s.addEvent(st, &e)
-		}
-	}
-	benchcpu.Report(b, cpu, len(events), "event")
-}
-
-// TestEventsFindTheirGroup: every event's line lands in the group of its
-// own service and hour, whether its service is found by its slot, shares
-// the slot with others (same length and first, middle and last bytes), is
-// past maxSeen (its key encoded each time) or comes back after others.
-func TestEventsFindTheirGroup(t *testing.T) {
-	t0 := time.Date(2026, 11, 21, 16, 59, 59, 0, time.UTC).UnixNano()
-	cases := []struct {
-		name     string
-		services []string
-		hours    int
-	}{
-		{"one service", []string{"checkout"}, 1},
-		{"eight services, two hours", []string{"api", "cart", "auth", "search", "checkout", "payments", "inventory", "web"}, 2},
-		{"names that share a slot", func() (s []string) {
-			for i := range 20 {
-				s = append(s, fmt.Sprintf("s%02d-mid-z", i)) // same length, s[0], s[4], s[8]
-			}
-			return s
-		}(), 2},
-		{"more services than maxSeen", func() (s []string) {
-			for i := range maxSeen + 30 {
-				s = append(s, fmt.Sprintf("svc-%d", i))
-			}
-			return s
-		}(), 1},
-		{"the same name sent two ways", []string{"a/b", "a_b", "a/b"}, 1},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var s *Server // addEvent uses only the request's state
-			st := new(reqState)
-			want := map[string][]string{} // group key -> ids
-			for i := range 3 * len(tc.services) * tc.hours {
-				svc := tc.services[(i*7)%len(tc.services)]
-				when := t0 + int64(i%tc.hours)*int64(time.Second) // 16:59:59 or 17:00:00
-				id := fmt.Sprintf("id%05d", i)
-				key := string(logline.HourPrefix(append(logline.AppendService(nil, []byte(svc)), '/'), when))
-				want[key] = append(want[key], id)
-				e := logline.Event{Time: when, Level: logline.LevelInfo, Service: []byte(svc), Host: []byte("h"),
-					ID: []byte(id), Message: []byte("m"), MessagePlain: true}
-				s.addEvent(st, &e)
-			}
-			got := map[string][]string{}
-			for _, g := range st.batch.Groups() {
-				for _, line := range strings.Split(strings.TrimSuffix(string(g.Data), "\n"), "\n") {
-					f := strings.Split(line, ";")
-					got[string(g.Key)] = append(got[string(g.Key)], f[5])
-				}
-				if g.Events != len(got[string(g.Key)]) {
-					t.Errorf("group %s counts %d events, holds %d lines", g.Key, g.Events, len(got[string(g.Key)]))
-				}
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("lines by group:\n got %v\nwant %v", got, want)
-			}
-		})
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"ingest/buffer"
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/tablesink"
 )
 
@@ -23,11 +25,11 @@ type Buffer interface {
 // (*tablesink.Sink).
 type Logins interface {
 	// AppendRecord appends an attempt's record for the buffer and returns
-	// its day table, the key of its group.
-	AppendRecord(dst []byte, a *tablesink.Attempt) (key string, out []byte, err error)
+	// its day table, the key of its group (group.Logins).
+	group.Logins
 	// TailEach hands fn a user's newest attempts of the last days, newest
 	// first, a day at a time; an error from fn stops it.
-	TailEach(ctx context.Context, user string, days, limit int, fn func(*tablesink.Attempt) error) error
+	TailEach(ctx context.Context, user string, days, limit int, fn func(*login.Attempt) error) error
 	// Maintain creates the coming day tables and deletes those past the
 	// retention (none with dryRun), returning the deleted ones.
 	Maintain(ctx context.Context, dryRun bool) (deleted []string, err error)

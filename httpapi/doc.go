@@ -20,16 +20,22 @@
 // tokens are set (DNS rebinding; the probes excepted) and a write a
 // browser sent from another origin (cross-site forms).
 //
-// A request's body is read through a byte budget for bodies in flight
-// (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive
-// rather than for what Content-Length declares, decompressed under --max-decompressed-bytes,
-// parsed line by line (a bad line is reported with its number and skipped),
-// encoded straight into the batch's per-key line buffers (a log group also
-// tallies its events per level, for the stats counters that observe the
-// buffer's logs stream), and added to the buffer, which answers when the
-// batch is as safe as --ack says. Errors are *httperr.Error values carrying
-// their HTTP status (and Retry-After) to one place, writeError; any other
-// error is a 500.
+// A request's body is read through a byte budget for requests in flight
+// (--max-inflight-bytes, held by an admission.Hold per request), reserved
+// as its bytes arrive rather than for what Content-Length declares,
+// decompressed under --max-decompressed-bytes with each step of the
+// decoded body reserved before it is allocated, and decoded by package
+// intake, which hands every row to a group.Grouper: the one place rows
+// become the buffer's batch (grouped per service and hour, or per day
+// table), under the per-request limits, with the encoded lines reserved
+// as they grow. A request that can never fit the budget is a 413, one that
+// does not fit now a 429. The handler then adds the batch to the buffer,
+// which answers when it is as safe as --ack says. Errors are
+// *httperr.Error values carrying their HTTP status (and Retry-After) to
+// one place, writeError; any other error is a 500. A refusal that leaves a
+// body unread (413 over --max-body-bytes, 503 while shutting down) closes
+// the connection after a bounded linger, so the rest of the body is never
+// read as a request.
 //
 // No request ends the process: a panic in a handler answers 500, one in a
 // streamed answer's writer (or a reader's goroutine) ends the answer with

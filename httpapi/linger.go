@@ -49,6 +49,15 @@ func (s *Server) answerThenLinger(ctx *fasthttp.RequestCtx) {
 	})
 }
 
+// refuseThenLinger answers err and closes the connection the same way:
+// a refusal that leaves the body unread (503 while shutting down) would
+// otherwise leave the rest of the body to be read as the next request on a
+// keep-alive connection.
+func (s *Server) refuseThenLinger(ctx *fasthttp.RequestCtx, err error) {
+	writeError(ctx, err)
+	s.answerThenLinger(ctx)
+}
+
 // dropRest reads and drops what the client still sends, until it closes
 // or a bound is reached.
 func dropRest(c net.Conn) {

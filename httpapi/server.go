@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"ingest/admission"
+	"ingest/intake/group"
 	"ingest/internal/flagutil"
 	"ingest/query"
 )
@@ -131,6 +132,10 @@ type Deps struct {
 	// --tokens is set: the one the server records in its data directory
 	// for the command line beside it.
 	LocalToken string
+	// Groups groups every request's rows into its batch, under the
+	// per-request and per-hour limits; nil: group.DefaultConfig() over
+	// Logins.
+	Groups *group.Pool
 }
 
 // Server is the HTTP server.
@@ -142,6 +147,7 @@ type Server struct {
 	hosts    *hostGuard               // the names Host may give without tokens
 	srv      *fasthttp.Server
 	inflight *admission.Budget
+	groups   *group.Pool
 	closing  atomic.Bool
 	active   sync.WaitGroup
 	met      *metrics
@@ -166,6 +172,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, hosts: newHostGuard(&cfg)}
 	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
+	if s.groups = deps.Groups; s.groups == nil {
+		var err error
+		if s.groups, err = group.NewPool(group.DefaultConfig(), deps.Logins); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.TokensFile != "" {
 		ts, err := readTokensFile(cfg.TokensFile, deps.LocalToken)
 		if err != nil {

@@ -2,8 +2,10 @@ package intake
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/admission"
 	"ingest/internal/httperr"
 )
 
@@ -29,17 +32,22 @@ const MaxZstdWindow = 32 << 20
 //
 // The decoded size is limited to maxBytes (no limit when maxBytes <= 0):
 // past it Decompress stops decoding and returns a 413 *httperr.Error. The
-// output grows step by step and never past the limit, so a gzip bomb costs
-// at most about twice maxBytes (old and new buffer while one grows), and
-// nothing more when dst already has room. An unknown encoding is a 415 *httperr.Error, corrupt data a 400.
+// output grows step by step, never past the limit, and every step is
+// reserved from mem (when not nil) before its memory is used: the new
+// capacity before it is allocated, a step at a time within the capacity
+// dst already has. A refusal from mem ends decoding and is returned. So a
+// bomb costs what the budget gives, not what it expands to. An unknown
+// encoding is a 415 *httperr.Error, corrupt data a 400.
 //
 // "deflate" accepts both the zlib-wrapped stream RFC 9110 specifies and the
 // raw deflate many clients send. "snappy" accepts the framed stream format
 // and the block format (what Prometheus remote write sends).
 //
-// Decoders come from pools and are reset per call. For identity bodies the
-// bytes are copied; callers on the hot path may skip the call instead.
-func Decompress(dst, body []byte, encoding string, maxBytes int) ([]byte, error) {
+// Decoders come from pools and are reset per call; their own memory is
+// small and fixed, except a framed S2 stream's (blocks up to 4 MiB), which
+// is reserved too. For identity bodies the bytes are copied; callers on the
+// hot path may skip the call instead.
+func Decompress(dst, body []byte, encoding string, maxBytes int, mem admission.Memory) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = int(^uint(0) >> 2)
 	}
@@ -47,20 +55,27 @@ func Decompress(dst, body []byte, encoding string, maxBytes int) ([]byte, error)
 	if len(body) == 0 && knownEncoding(enc) {
 		return dst, nil // an empty body decodes to nothing whatever the encoding
 	}
+	if mem == nil {
+		mem = unbounded{}
+	}
+	out := output{b: dst, start: len(dst), limit: maxBytes, mem: mem, counted: len(dst)}
 	switch {
 	case enc == "" || strings.EqualFold(enc, "identity"):
 		if len(body) > maxBytes {
 			return dst, tooLarge(maxBytes)
 		}
-		return append(dst, body...), nil
+		if err := out.room(len(body)); err != nil {
+			return dst, err
+		}
+		return append(out.b, body...), nil
 	case strings.EqualFold(enc, "gzip") || strings.EqualFold(enc, "x-gzip"):
-		return gunzip(dst, body, maxBytes)
+		return gunzip(&out, body)
 	case strings.EqualFold(enc, "zstd"):
-		return unzstd(dst, body, maxBytes)
+		return unzstd(&out, body)
 	case strings.EqualFold(enc, "deflate"):
-		return inflate(dst, body, maxBytes)
+		return inflate(&out, body)
 	case strings.EqualFold(enc, "snappy") || strings.EqualFold(enc, "x-snappy-framed"):
-		return unsnappy(dst, body, maxBytes)
+		return unsnappy(&out, body)
 	}
 	return dst, errorf(http.StatusUnsupportedMediaType,
 		"cannot decode body: unknown Content-Encoding %q; use gzip, zstd, deflate, snappy or identity", encoding)
@@ -87,48 +102,63 @@ func corrupt(enc string, err error) *httperr.Error {
 // errTooLarge marks a read that went past the limit.
 var errTooLarge = errors.New("decoded body too large")
 
-// readLimited appends everything r yields to dst, failing with errTooLarge
-// as soon as more than limit bytes arrived. It grows dst by doubling but
-// never beyond limit+1 bytes of new data, so memory stays bounded by the
-// limit whatever the compression ratio.
-func readLimited(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, error) {
-	start := len(dst)
-	ceiling := start + limit + 1 // reading this many bytes proves the body is too large
-	if sizeHint < 64<<10 {
-		sizeHint = 64 << 10
+// output is the decoded body as it grows after b[:start], and what of it
+// is reserved from mem.
+type output struct {
+	b       []byte
+	start   int // the caller's bytes before the body
+	limit   int // the most decoded bytes allowed
+	mem     admission.Memory
+	counted int // bytes of b's capacity reserved (the caller's prefix counts as reserved)
+}
+
+// used is how many decoded bytes the output holds.
+func (o *output) used() int { return len(o.b) - o.start }
+
+// room makes want bytes (at most what the limit leaves, plus one to see a
+// body past it) free and reserved after the decoded ones (admission.Grow).
+func (o *output) room(want int) error {
+	want = min(max(want, 1), o.limit+1-o.used())
+	if want <= 0 {
+		return errTooLarge
 	}
+	var err error
+	o.b, err = admission.Grow(o.mem, o.b, want, o.start+o.limit+1, &o.counted)
+	return err
+}
+
+// free is the reserved room after the decoded bytes.
+func (o *output) free() []byte {
+	end := min(cap(o.b), o.counted)
+	return o.b[len(o.b):end:end]
+}
+
+// unbounded is the Memory of a caller that reserves nothing.
+type unbounded struct{}
+
+func (unbounded) Reserve(int64) error { return nil }
+func (unbounded) Left() int64         { return math.MaxInt64 }
+
+// readFrom appends everything r yields, failing with errTooLarge as soon as
+// more than limit bytes arrived. sizeHint is the first step.
+func (o *output) readFrom(r io.Reader, sizeHint int) error {
 	zeroReads := 0
-	for {
-		if len(dst)-start > limit {
-			return dst[:start], errTooLarge
+	for want := sizeHint; ; want = 1 {
+		if err := o.room(want); err != nil {
+			return err
 		}
-		if len(dst) == cap(dst) {
-			want := 2 * (cap(dst) - start)
-			if want < sizeHint {
-				want = sizeHint
-			}
-			if start+want > ceiling {
-				want = ceiling - start
-			}
-			dst = append(dst[:cap(dst)], make([]byte, start+want-cap(dst))...)[:len(dst)]
-		}
-		end := cap(dst)
-		if end > ceiling {
-			end = ceiling
-		}
-		n, err := r.Read(dst[len(dst):end])
-		dst = dst[:len(dst)+n]
+		n, err := r.Read(o.free())
+		o.b = o.b[:len(o.b)+n]
 		switch {
+		case o.used() > o.limit:
+			return errTooLarge
 		case err == io.EOF:
-			if len(dst)-start > limit {
-				return dst[:start], errTooLarge
-			}
-			return dst, nil
+			return nil
 		case err != nil:
-			return dst[:start], err
+			return err
 		case n == 0:
 			if zeroReads++; zeroReads > 100 {
-				return dst[:start], io.ErrNoProgress
+				return io.ErrNoProgress
 			}
 		default:
 			zeroReads = 0
@@ -136,15 +166,18 @@ func readLimited(dst []byte, r io.Reader, limit int, sizeHint int) ([]byte, erro
 	}
 }
 
-// finish turns a readLimited error into the status error to return.
-func finish(dst []byte, err error, enc string, maxBytes int) ([]byte, error) {
+// finish turns a decoding error into the status error to return, and
+// gives back the caller's dst on failure.
+func (o *output) finish(err error, enc string) ([]byte, error) {
 	switch {
 	case err == nil:
-		return dst, nil
+		return o.b, nil
 	case errors.Is(err, errTooLarge):
-		return dst, tooLarge(maxBytes)
+		return o.b[:o.start], tooLarge(o.limit)
+	case !isCorrupt(err):
+		return o.b[:o.start], err // the budget's refusal
 	default:
-		return dst, corrupt(enc, err)
+		return o.b[:o.start], corrupt(enc, err)
 	}
 }
 
@@ -159,7 +192,7 @@ type gzipState struct {
 
 var gzipPool sync.Pool
 
-func gunzip(dst, body []byte, maxBytes int) ([]byte, error) {
+func gunzip(out *output, body []byte) ([]byte, error) {
 	st, _ := gzipPool.Get().(*gzipState)
 	if st == nil {
 		st = new(gzipState)
@@ -167,10 +200,20 @@ func gunzip(dst, body []byte, maxBytes int) ([]byte, error) {
 	defer func() { st.br.Reset(nil); gzipPool.Put(st) }()
 	st.br.Reset(body)
 	if err := st.zr.Reset(&st.br); err != nil {
-		return dst, corrupt("gzip", err)
+		return out.finish(err, "gzip")
 	}
-	out, err := readLimited(dst, &st.zr, maxBytes, hint(body))
-	return finish(out, err, "gzip", maxBytes)
+	return out.finish(out.readFrom(&st.zr, gzipSize(body)), "gzip")
+}
+
+// gzipSize guesses the decoded size of a gzip body: its last member's
+// trailer states that member's size (mod 4 GiB), the whole body's for the
+// usual single member. A wrong guess costs a step of growth, or room
+// reserved and never written.
+func gzipSize(body []byte) int {
+	if len(body) < 18 {
+		return hint(body)
+	}
+	return max(int(binary.LittleEndian.Uint32(body[len(body)-4:])), 1)
 }
 
 type zstdState struct {
@@ -180,42 +223,136 @@ type zstdState struct {
 
 var zstdPool sync.Pool
 
-// unzstd decodes with DecodeAll rather than a stream: it decodes into dst
-// itself, using the output as the window, where a stream decoder keeps a
+// unzstd decodes with DecodeAll rather than a stream: it decodes into the
+// output itself, using it as the window, where a stream decoder keeps a
 // window-sized ring (8 MiB for common encoders) per pooled decoder. The
-// decoder's own size limit stops it block by block, so memory stays
-// bounded by the limit as with the streaming decoders.
-func unzstd(dst, body []byte, maxBytes int) ([]byte, error) {
+// output gets, once, the most the body can decode to: its frames' and
+// blocks' headers say (zstdBound), without decoding. DecodeAll never
+// writes past that, so it never grows the output behind the budget's back
+// (it does for a frame that goes on past a capacity it is given).
+func unzstd(out *output, body []byte) ([]byte, error) {
+	bound, least, err := zstdBound(body)
+	switch {
+	case err != nil:
+		return out.finish(err, "zstd")
+	case least > out.limit:
+		return out.finish(errTooLarge, "zstd")
+	}
+	// Past the limit, the decoder stops after the block that crossed it:
+	// room for that block too.
+	if err := out.room(min(bound, out.limit+1) + zstdSlack); err != nil {
+		return out.finish(err, "zstd")
+	}
 	st, _ := zstdPool.Get().(*zstdState)
 	if st == nil {
 		// A synchronous decoder: no goroutines to leak when the pool drops it.
-		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(MaxZstdWindow))
+		dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecodeAllCapLimit(true))
 		if err != nil {
-			return dst, err
+			return out.b, err
 		}
 		st = &zstdState{dec: dec}
 	}
 	defer zstdPool.Put(st)
-	if st.max != maxBytes {
-		if err := st.dec.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(maxBytes))); err != nil {
-			return dst, err
+	if st.max != out.limit {
+		if err := st.dec.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(out.limit)), zstd.WithDecodeAllCapLimit(true)); err != nil {
+			return out.b, err
 		}
-		st.max = maxBytes
+		st.max = out.limit
 	}
-	// Decode into the free tail of dst: DecodeAll measures the limit against
-	// the whole slice, prefix included, where a frame states its size.
-	start := len(dst)
-	out, err := st.dec.DecodeAll(body, dst[start:start])
+	free := out.free()
+	got, err := st.dec.DecodeAll(body, free[:0])
+	// Past the limit, the decoder stops with ErrDecoderSizeExceeded, or with
+	// an error of its own within a block of the output's end.
+	full := errors.Is(err, zstd.ErrDecoderSizeExceeded) || bound > out.limit && cap(free)-len(got) <= 2*zstdSlack
 	switch {
-	case err == nil:
-		if len(out) > 0 && cap(dst) > start && &out[0] == &dst[:start+1][start] {
-			return dst[:start+len(out)], nil // decoded in place
-		}
-		return append(dst, out...), nil
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
-		return dst[:start], tooLarge(maxBytes)
+	case err != nil && full || err == nil && len(got) > out.limit:
+		return out.finish(errTooLarge, "zstd")
+	case err != nil:
+		return out.finish(err, "zstd")
+	case len(got) > 0 && &got[:1][0] != &free[:1][0]:
+		return out.finish(errors.New("decoded outside the reserved buffer"), "zstd")
 	}
-	return dst[:start], corrupt("zstd", err)
+	out.b = out.b[:len(out.b)+len(got)]
+	return out.finish(nil, "zstd")
+}
+
+// zstdSlack is the most one zstd block decodes to (128 KiB), and the room
+// the decoder's fast copies want past the output's end.
+const zstdSlack = 128<<10 + 64
+
+// zstdBound walks the frames of a zstd body, header and block headers,
+// without decoding: bound is the most they decode to (a raw or RLE block
+// its size, a compressed one at most a block, a frame at most the size it
+// states), least what they surely decode to (raw and RLE blocks).
+func zstdBound(body []byte) (bound, least int, err error) {
+	for len(body) > 0 {
+		var h zstd.Header
+		rest, err := h.DecodeAndStrip(body)
+		if err != nil {
+			return 0, 0, err
+		}
+		if h.Skippable {
+			if int(h.SkippableSize) > len(rest) {
+				return 0, 0, io.ErrUnexpectedEOF
+			}
+			body = rest[h.SkippableSize:]
+			continue
+		}
+		block := zstdSlack - 64
+		if !h.SingleSegment {
+			block = int(min(h.WindowSize, uint64(block)))
+		}
+		var most, sure int
+		if body, most, sure, err = skipZstdBlocks(rest, h.HasCheckSum, block); err != nil {
+			return 0, 0, err
+		}
+		if h.HasFCS {
+			most = int(min(uint64(most), h.FrameContentSize))
+		}
+		bound, least = min(bound+most, 1<<40), min(least+sure, 1<<40)
+	}
+	return bound, least, nil
+}
+
+// skipZstdBlocks returns what follows the blocks of a frame and its
+// checksum, the most they decode to (a compressed one to at most block
+// bytes) and what they surely decode to (raw and RLE blocks).
+func skipZstdBlocks(b []byte, checksum bool, block int) (rest []byte, most, sure int, err error) {
+	for {
+		if len(b) < 3 {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		h := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		last, typ, n := h&1 == 1, h>>1&3, int(h>>3)
+		size := n
+		switch typ {
+		case 1: // RLE: one byte, repeated n times
+			size = 1
+			sure += n
+			most += n
+		case 0: // raw
+			sure += n
+			most += n
+		case 2:
+			most += block
+		default:
+			return nil, 0, 0, errors.New("reserved block type")
+		}
+		if 3+size > len(b) {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		b = b[3+size:]
+		if last {
+			break
+		}
+	}
+	if checksum {
+		if len(b) < 4 {
+			return nil, 0, 0, io.ErrUnexpectedEOF
+		}
+		b = b[4:]
+	}
+	return b, most, sure, nil
 }
 
 type flateState struct {
@@ -232,50 +369,57 @@ func looksZlib(b []byte) bool {
 	return len(b) >= 2 && b[0]&0x0f == 8 && b[0]>>4 <= 7 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0
 }
 
-func inflate(dst, body []byte, maxBytes int) ([]byte, error) {
+func inflate(out *output, body []byte) ([]byte, error) {
 	st, _ := flatePool.Get().(*flateState)
 	if st == nil {
 		st = new(flateState)
 	}
 	defer func() { st.br.Reset(nil); flatePool.Put(st) }()
 	if looksZlib(body) {
-		out, err := st.readZlib(dst, body, maxBytes)
-		if err == nil || errors.Is(err, errTooLarge) {
-			return finish(out, err, "deflate", maxBytes)
+		err := st.readZlib(out, body)
+		if err == nil || !isCorrupt(err) {
+			return out.finish(err, "deflate")
 		}
 		// A raw deflate stream can start with bytes that pass the header
 		// check by chance (1 in 31 of some block types): try it as raw.
-		if out2, err2 := st.readRaw(dst, body, maxBytes); err2 == nil || errors.Is(err2, errTooLarge) {
-			return finish(out2, err2, "deflate", maxBytes)
+		out.b = out.b[:out.start]
+		if err2 := st.readRaw(out, body); err2 == nil || !isCorrupt(err2) {
+			return out.finish(err2, "deflate")
 		}
-		return finish(out, err, "deflate", maxBytes)
+		return out.finish(err, "deflate")
 	}
-	out, err := st.readRaw(dst, body, maxBytes)
-	return finish(out, err, "deflate", maxBytes)
+	return out.finish(st.readRaw(out, body), "deflate")
 }
 
-func (st *flateState) readZlib(dst, body []byte, maxBytes int) ([]byte, error) {
+// isCorrupt reports whether a decoding error is about the data, not its
+// size or the memory budget.
+func isCorrupt(err error) bool {
+	var he *httperr.Error
+	return !errors.Is(err, errTooLarge) && !errors.As(err, &he)
+}
+
+func (st *flateState) readZlib(out *output, body []byte) error {
 	st.br.Reset(body)
 	if st.zlib == nil {
 		zr, err := zlib.NewReader(&st.br)
 		if err != nil {
-			return dst, err
+			return err
 		}
 		st.zlib = zr
 	} else if err := st.zlib.(zlib.Resetter).Reset(&st.br, nil); err != nil {
-		return dst, err
+		return err
 	}
-	return readLimited(dst, st.zlib, maxBytes, hint(body))
+	return out.readFrom(st.zlib, hint(body))
 }
 
-func (st *flateState) readRaw(dst, body []byte, maxBytes int) ([]byte, error) {
+func (st *flateState) readRaw(out *output, body []byte) error {
 	st.br.Reset(body)
 	if st.raw == nil {
 		st.raw = flate.NewReader(&st.br)
 	} else if err := st.raw.(flate.Resetter).Reset(&st.br, nil); err != nil {
-		return dst, err
+		return err
 	}
-	return readLimited(dst, st.raw, maxBytes, hint(body))
+	return out.readFrom(st.raw, hint(body))
 }
 
 type snappyState struct {
@@ -283,39 +427,50 @@ type snappyState struct {
 	sr *s2.Reader
 }
 
+// snappyPool holds readers of snappy's framed format, whose chunks hold at
+// most 64 KiB: their buffers stay that small.
 var snappyPool sync.Pool
 
 // snappyMagic starts every framed snappy stream (and "S2sTwO" an S2 one).
 const snappyMagic, s2Magic = "\xff\x06\x00\x00sNaPpY", "\xff\x06\x00\x00S2sTwO"
 
-func unsnappy(dst, body []byte, maxBytes int) ([]byte, error) {
-	if !bytes.HasPrefix(body, []byte(snappyMagic)) && !bytes.HasPrefix(body, []byte(s2Magic)) {
-		// Block format: the decoded length leads the block, so an oversized
-		// body is refused before anything is allocated.
-		n, err := s2.DecodedLen(body)
-		if err != nil {
-			return dst, corrupt("snappy", err)
+// s2StreamBytes is what a reader of an S2 stream may allocate for its
+// blocks (up to 4 MiB each, encoded and decoded), reserved before it reads.
+const s2StreamBytes = 10 << 20
+
+func unsnappy(out *output, body []byte) ([]byte, error) {
+	switch {
+	case bytes.HasPrefix(body, []byte(snappyMagic)):
+		st, _ := snappyPool.Get().(*snappyState)
+		if st == nil {
+			st = &snappyState{sr: s2.NewReader(nil, s2.ReaderMaxBlockSize(64<<10))}
 		}
-		if n > maxBytes {
-			return dst, tooLarge(maxBytes)
+		defer func() { st.br.Reset(nil); st.sr.Reset(nil); snappyPool.Put(st) }()
+		st.br.Reset(body)
+		st.sr.Reset(&st.br)
+		return out.finish(out.readFrom(st.sr, hint(body)), "snappy")
+	case bytes.HasPrefix(body, []byte(s2Magic)):
+		// Rare: a reader of its own, its large buffers reserved, not pooled.
+		if err := out.mem.Reserve(s2StreamBytes); err != nil {
+			return out.finish(err, "snappy")
 		}
-		start := len(dst)
-		if cap(dst)-start < n {
-			dst = append(dst[:cap(dst)], make([]byte, start+n-cap(dst))...)[:start]
-		}
-		if _, err := s2.Decode(dst[start:start+n], body); err != nil {
-			return dst[:start], corrupt("snappy", err)
-		}
-		return dst[:start+n], nil
+		return out.finish(out.readFrom(s2.NewReader(bytes.NewReader(body)), hint(body)), "snappy")
 	}
-	st, _ := snappyPool.Get().(*snappyState)
-	if st == nil {
-		st = new(snappyState)
-		st.sr = s2.NewReader(nil)
+	// Block format: the decoded length leads the block, so an oversized
+	// body is refused before anything is allocated.
+	n, err := s2.DecodedLen(body)
+	if err != nil {
+		return out.finish(err, "snappy")
 	}
-	defer func() { st.br.Reset(nil); st.sr.Reset(nil); snappyPool.Put(st) }()
-	st.br.Reset(body)
-	st.sr.Reset(&st.br)
-	out, err := readLimited(dst, st.sr, maxBytes, hint(body))
-	return finish(out, err, "snappy", maxBytes)
+	if n > out.limit {
+		return out.finish(errTooLarge, "snappy")
+	}
+	if err := out.room(n); err != nil {
+		return out.finish(err, "snappy")
+	}
+	if _, err := s2.Decode(out.b[len(out.b):len(out.b)+n], body); err != nil {
+		return out.finish(err, "snappy")
+	}
+	out.b = out.b[:len(out.b)+n]
+	return out.finish(nil, "snappy")
 }

@@ -2,11 +2,14 @@ package intake
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
@@ -15,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/admission"
 	"ingest/internal/httperr"
 )
 
@@ -67,7 +71,7 @@ func TestDecompressRoundTrip(t *testing.T) {
 		// into a dst that already holds bytes.
 		for run := range 2 {
 			prefix := []byte("keep")
-			out, err := Decompress(prefix, body, tc.header, len(data))
+			out, err := Decompress(prefix, body, tc.header, len(data), nil)
 			if err != nil {
 				t.Fatalf("%s (%q) run %d: %v", tc.enc, tc.header, run, err)
 			}
@@ -76,7 +80,7 @@ func TestDecompressRoundTrip(t *testing.T) {
 			}
 		}
 		// One byte less than the decoded size is over the limit.
-		if _, err := Decompress(nil, body, tc.header, len(data)-1); httperr.StatusOf(err) != 413 ||
+		if _, err := Decompress(nil, body, tc.header, len(data)-1, nil); httperr.StatusOf(err) != 413 ||
 			!strings.Contains(err.Error(), "--max-decompressed-bytes") {
 			t.Fatalf("%s with a limit one byte short: %v, want a 413 naming the flag", tc.enc, err)
 		}
@@ -85,11 +89,11 @@ func TestDecompressRoundTrip(t *testing.T) {
 
 func TestDecompressIdentity(t *testing.T) {
 	for _, enc := range []string{"", "identity", "Identity"} {
-		out, err := Decompress(nil, []byte("abc"), enc, 3)
+		out, err := Decompress(nil, []byte("abc"), enc, 3, nil)
 		if err != nil || string(out) != "abc" {
 			t.Fatalf("%q: %q %v", enc, out, err)
 		}
-		if _, err := Decompress(nil, []byte("abcd"), enc, 3); httperr.StatusOf(err) != 413 {
+		if _, err := Decompress(nil, []byte("abcd"), enc, 3, nil); httperr.StatusOf(err) != 413 {
 			t.Fatalf("%q over the limit: %v, want 413", enc, err)
 		}
 	}
@@ -112,13 +116,13 @@ func TestDecompressErrors(t *testing.T) {
 		{"\xff\xff\xff\xff\xff\xff", "snappy", 400},
 		{"\x05ab", "snappy", 400}, // block shorter than it claims
 	} {
-		_, err := Decompress(nil, []byte(tc.body), tc.enc, 1<<20)
+		_, err := Decompress(nil, []byte(tc.body), tc.enc, 1<<20, nil)
 		if httperr.StatusOf(err) != tc.status {
 			t.Errorf("Decompress(%q, %q) = %v, want status %d", tc.body, tc.enc, err, tc.status)
 		}
 	}
 	for _, enc := range []string{"gzip", "zstd", "deflate", "snappy", ""} {
-		if out, err := Decompress(nil, nil, enc, 10); err != nil || len(out) != 0 {
+		if out, err := Decompress(nil, nil, enc, 10, nil); err != nil || len(out) != 0 {
 			t.Errorf("empty %q body: %q %v, want nothing", enc, out, err)
 		}
 	}
@@ -160,7 +164,7 @@ func TestDecompressBomb(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := Decompress(nil, body, enc, limit)
+		_, err := Decompress(nil, body, enc, limit, nil)
 		runtime.ReadMemStats(&after)
 		if httperr.StatusOf(err) != 413 {
 			t.Fatalf("%s bomb (%d bytes -> 1 GiB): %v, want 413", enc, len(body), err)
@@ -178,10 +182,80 @@ func TestDecompressBomb(t *testing.T) {
 	block = append(block, make([]byte, 100)...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := Decompress(nil, block, "snappy", limit)
+	_, err := Decompress(nil, block, "snappy", limit, nil)
 	runtime.ReadMemStats(&after)
 	if httperr.StatusOf(err) != 413 || after.TotalAlloc-before.TotalAlloc > 1<<20 {
 		t.Fatalf("snappy block claiming 1 GiB: %v after %d bytes allocated, want an immediate 413", err, after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
+// budget is a request's share of a budget of limit bytes: the real
+// admission.Hold, whose Held tells what was reserved.
+func budget(limit int64) *admission.Hold {
+	var h admission.Hold
+	h.Begin(admission.New(limit, "test bytes", "--test-bytes"), context.Background(), 0)
+	return &h
+}
+
+// Every decoded byte's memory is reserved before it is used, whatever the
+// encoding and whether dst comes with room (a pooled buffer) or not; and a
+// budget smaller than the body ends decoding with the budget's refusal,
+// having allocated about the budget, not the decoded size.
+func TestDecompressReservesBeforeAllocating(t *testing.T) {
+	data := bytes.Repeat(benchBody(100), 40) // about 1.2 MiB
+	encs := []struct{ enc, header string }{
+		{"gzip", "gzip"}, {"zstd", "zstd"}, {"zstd-nosize", "zstd"}, {"deflate-zlib", "deflate"}, {"deflate-raw", "deflate"},
+		{"snappy-framed", "snappy"}, {"snappy-block", "snappy"}, {"s2-framed", "snappy"}, {"identity", ""},
+	}
+	// The encodings whose bodies state their decoded size.
+	sized := map[string]bool{"gzip": true, "snappy-block": true, "identity": true}
+	for _, tc := range encs {
+		body := data
+		switch tc.enc {
+		case "identity":
+		case "zstd-nosize": // a stream: the frame does not state its size
+			var buf bytes.Buffer
+			w, _ := zstd.NewWriter(&buf)
+			_, _ = io.Copy(w, iotest.OneByteReader(bytes.NewReader(data[:1<<16])))
+			_, _ = w.Write(data[1<<16:])
+			w.Close()
+			body = buf.Bytes()
+		default:
+			body = compress(t, tc.enc, data)
+		}
+		for _, pooled := range []int{0, 256 << 10, 4 << 20} {
+			mem := budget(64 << 20)
+			out, err := Decompress(make([]byte, 3, 3+pooled), body, tc.header, 8<<20, mem)
+			if err != nil || !bytes.Equal(out[3:], data) {
+				t.Fatalf("%s, dst with room for %d: %v", tc.enc, pooled, err)
+			}
+			if fresh := int64(cap(out) - 3); pooled == 0 && mem.Held() < fresh || mem.Held() < int64(len(data)) {
+				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded in a buffer of %d", tc.enc, pooled, mem.Held(), len(data), cap(out)-3)
+			}
+			// Growth by doubling: at most twice the size; the size itself
+			// when the body states it.
+			most := 2*int64(len(data)) + 128<<10
+			if sized[tc.enc] {
+				most = int64(len(data)) + 1<<10
+			}
+			if tc.enc != "s2-framed" && mem.Held() > most {
+				t.Errorf("%s, dst with room for %d: reserved %d bytes for %d decoded, want at most %d", tc.enc, pooled, mem.Held(), len(data), most)
+			}
+		}
+		const small = 256 << 10
+		mem := budget(small)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Decompress(nil, body, tc.header, 8<<20, mem)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, admission.ErrRefused) {
+			t.Errorf("%s with a budget of %d bytes: %v, want the budget's refusal", tc.enc, small, err)
+		}
+		// The output's steps within the budget, plus the decoder's own state.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*small+128<<10 && tc.enc != "s2-framed" {
+			t.Errorf("%s with a budget of %d bytes: %d bytes allocated before the refusal", tc.enc, small, alloc)
+		}
 	}
 }
 
@@ -199,7 +273,7 @@ func FuzzDecompress(f *testing.F) {
 	encs := []string{"gzip", "zstd", "deflate", "deflate", "snappy", "snappy", "", "br"}
 	f.Fuzz(func(t *testing.T, body []byte, e uint8) {
 		const limit = 1 << 16
-		out, err := Decompress(nil, body, encs[int(e)%len(encs)], limit)
+		out, err := Decompress(nil, body, encs[int(e)%len(encs)], limit, nil)
 		if err != nil {
 			if s := httperr.StatusOf(err); s != 400 && s != 413 && s != 415 {
 				t.Fatalf("error %v has status %d", err, s)
@@ -220,7 +294,7 @@ func benchmarkDecompress(b *testing.B, enc, header string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if dst, err = Decompress(dst[:0], body, header, 64<<20); err != nil {
+		if dst, err = Decompress(dst[:0], body, header, 64<<20, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

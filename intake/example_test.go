@@ -22,9 +22,10 @@ not json
 	defer intake.PutParser(p)
 	d := intake.Defaults{Service: []byte("api"), Now: time.Date(2026, 11, 21, 18, 5, 0, 0, time.UTC).UnixNano()}
 	var line []byte
-	res, err := p.ParseLogs(body, f, d, func(e *logline.Event) {
+	res, err := p.ParseLogs(body, f, d, func(e *logline.Event) error {
 		line = logline.AppendLine(line[:0], e) // e is only valid during the call
 		fmt.Print(string(line))
+		return nil
 	})
 	if err != nil {
 		panic(err)
@@ -37,9 +38,9 @@ not json
 }
 
 func ExampleDecompress() {
-	raw, err := intake.Decompress(nil, []byte("plain body"), "identity", 1<<20)
+	raw, err := intake.Decompress(nil, []byte("plain body"), "identity", 1<<20, nil)
 	fmt.Printf("%s %v\n", raw, err)
-	_, err = intake.Decompress(nil, []byte("x"), "br", 1<<20)
+	_, err = intake.Decompress(nil, []byte("x"), "br", 1<<20, nil)
 	fmt.Println(httperr.StatusOf(err), err)
 	// Output:
 	// plain body <nil>

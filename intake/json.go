@@ -17,42 +17,43 @@ import (
 // overwritten by the next event.
 //
 // A bad line is counted in Result.Rejected, listed with its number (the
-// first MaxErrors of them) and skipped; it never sinks the batch. Only a
-// problem with the whole body (an unterminated JSON array, an undecodable
-// OTLP request) returns an error, a *httperr.Error, and then emit has not
-// been called.
-func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline.Event)) (Result, error) {
+// first MaxErrors of them) and skipped; it never sinks the batch. An error
+// from emit that group.IsRejected rejects that event the same way; any
+// other error from emit ends parsing and is returned. A problem with the
+// whole body (an unterminated JSON array, an undecodable OTLP request)
+// returns a *httperr.Error before emit is called.
+func (p *Parser) ParseLogs(body []byte, f Format, d Defaults, emit func(*logline.Event) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
-	var r Result
+	r := Result{maxRows: d.MaxRows}
 	// object takes the n-th JSON object of the body (a line or an element).
-	object := func(n int, obj []byte) {
+	object := func(n int, obj []byte) error {
 		if reason := p.eventFromLine(obj); reason != "" {
 			r.reject(n, reason)
-			return
+			return nil
 		}
-		r.Accepted++
-		emit(&p.ev)
+		return r.emit(n, emit, &p.ev)
 	}
+	var err error
 	switch f {
 	case FormatNDJSON:
-		if p.prettyObject(body, &r, emit) {
-			break
+		var done bool
+		if done, err = p.prettyObject(body, &r, emit); !done {
+			err = forEachLine(body, &r, object)
 		}
-		forEachLine(body, &r, object)
 	case FormatJSONArray:
 		if err := p.scanArray(body); err != nil {
 			return r, err
 		}
-		p.forEachElement(body, &r, object)
+		err = p.forEachElement(body, &r, object)
 	case FormatText:
-		p.parseText(body, &r, emit)
+		err = p.parseText(body, &r, emit)
 	case FormatOTLPProto, FormatOTLPJSON:
-		return p.parseOTLP(body, f == FormatOTLPJSON, emit)
+		return p.parseOTLP(body, f == FormatOTLPJSON, d.MaxRows, emit)
 	default:
 		return r, errorf(http.StatusUnsupportedMediaType, "cannot parse body: unknown format %d", f)
 	}
-	return r, nil
+	return r, err
 }
 
 const bom = "\xef\xbb\xbf"
@@ -62,27 +63,26 @@ const bom = "\xef\xbb\xbf"
 // parsing would reject line after line. It costs NDJSON one look at the
 // end of the first line, and reports false to leave everything else to the
 // line parser, errors included.
-func (p *Parser) prettyObject(body []byte, r *Result, emit func(*logline.Event)) bool {
+func (p *Parser) prettyObject(body []byte, r *Result, emit func(*logline.Event) error) (bool, error) {
 	b := bytes.TrimLeft(body, " \t\r\n")
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 || len(b) == 0 || b[0] != '{' {
-		return false
+		return false, nil
 	}
 	if first := bytes.TrimRight(b[:i], " \t\r"); len(first) > 0 && first[len(first)-1] == '}' {
-		return false // a complete line: NDJSON
+		return false, nil // a complete line: NDJSON
 	}
 	if len(b) > MaxLineBytes || p.eventFromLine(b) != "" {
-		return false
+		return false, nil
 	}
-	r.Accepted++
-	emit(&p.ev)
-	return true
+	return true, r.emit(1, emit, &p.ev)
 }
 
 // forEachLine calls fn for every line of body that is not blank, with its
-// 1-based number; a trailing '\r' is dropped. Blank lines still count in
-// the numbering. Lines longer than MaxLineBytes are rejected in r.
-func forEachLine(body []byte, r *Result, fn func(n int, line []byte)) {
+// 1-based number, until fn returns an error; a trailing '\r' is dropped.
+// Blank lines still count in the numbering. Lines longer than
+// MaxLineBytes are rejected in r.
+func forEachLine(body []byte, r *Result, fn func(n int, line []byte) error) error {
 	n := 0
 	for len(body) > 0 {
 		n++
@@ -98,12 +98,20 @@ func forEachLine(body []byte, r *Result, fn func(n int, line []byte)) {
 		if isBlank(line) {
 			continue
 		}
+		var err error
 		if len(line) > MaxLineBytes {
 			r.reject(n, tooLong("line", len(line)))
-			continue
+		} else {
+			err = fn(n, line)
 		}
-		fn(n, line)
+		if err == nil {
+			err = r.full()
+		}
+		if err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func tooLong(what string, n int) string {
@@ -168,8 +176,9 @@ func (p *Parser) scanArray(body []byte) error {
 	return nil
 }
 
-// forEachElement calls fn for every element scanArray found.
-func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []byte)) {
+// forEachElement calls fn for every element scanArray found, until fn
+// returns an error.
+func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []byte) error) error {
 	for k, s := range p.spans {
 		elem := body[s.start:s.end]
 		switch {
@@ -178,9 +187,15 @@ func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []by
 		case len(elem) > MaxLineBytes:
 			r.reject(k+1, tooLong("array element", len(elem)))
 		default:
-			fn(k+1, elem)
+			if err := fn(k+1, elem); err != nil {
+				return err
+			}
+		}
+		if err := r.full(); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func skipWS(b []byte, i int) int {

@@ -122,7 +122,7 @@ func TestJSONArrayFraming(t *testing.T) {
 	} {
 		p := GetParser()
 		emitted := 0
-		_, err := p.ParseLogs([]byte(body), FormatJSONArray, Defaults{Now: now}, func(*logline.Event) { emitted++ })
+		_, err := p.ParseLogs([]byte(body), FormatJSONArray, Defaults{Now: now}, func(*logline.Event) error { emitted++; return nil })
 		PutParser(p)
 		if httperr.StatusOf(err) != 400 || emitted != 0 {
 			t.Errorf("%s: err=%v emitted=%d, want a 400 and nothing emitted", body, err, emitted)
@@ -150,7 +150,7 @@ func TestParseLogsNDJSONAllocs(t *testing.T) {
 	p := NewParser()
 	d := Defaults{Service: []byte("svc"), Now: now}
 	n := 0
-	emit := func(e *logline.Event) { n++ }
+	emit := func(e *logline.Event) error { n++; return nil }
 	run := func() {
 		if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
 			t.Fatal(err)
@@ -188,7 +188,7 @@ func BenchmarkParseLogsNDJSON(b *testing.B) {
 	p := GetParser()
 	d := Defaults{Service: []byte("svc"), Now: now}
 	var sink int
-	emit := func(e *logline.Event) { sink += len(e.Message) }
+	emit := func(e *logline.Event) error { sink += len(e.Message); return nil }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
@@ -228,7 +228,7 @@ func benchParseEncode(b *testing.B, body []byte) {
 	d := Defaults{Service: []byte("svc"), Now: now}
 	var enc logline.Encoder
 	var lines []byte
-	emit := func(e *logline.Event) { lines = enc.AppendLine(lines, e) }
+	emit := func(e *logline.Event) error { lines = enc.AppendLine(lines, e); return nil }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
@@ -251,7 +251,7 @@ func BenchmarkParseLogsNDJSONParallel(b *testing.B) {
 	cpu := benchcpu.Start()
 	b.RunParallel(func(pb *testing.PB) {
 		var sink int
-		emit := func(e *logline.Event) { sink += len(e.Message) }
+		emit := func(e *logline.Event) error { sink += len(e.Message); return nil }
 		for pb.Next() {
 			p := GetParser()
 			if _, err := p.ParseLogs(body, FormatNDJSON, d, emit); err != nil {
@@ -272,7 +272,7 @@ func BenchmarkParseLogsJSONArray(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := p.ParseLogs(body, FormatJSONArray, d, func(*logline.Event) {}); err != nil {
+		if _, err := p.ParseLogs(body, FormatJSONArray, d, func(*logline.Event) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -324,7 +324,7 @@ func FuzzParseLogs(f *testing.F) {
 		defer PutParser(p)
 		emitted := 0
 		var line []byte
-		res, err := p.ParseLogs(body, formats[int(fi)%len(formats)], Defaults{Now: now}, func(e *logline.Event) {
+		res, err := p.ParseLogs(body, formats[int(fi)%len(formats)], Defaults{Now: now}, func(e *logline.Event) error {
 			emitted++
 			if len(e.Attrs) > 0 && !validJSON(e.Attrs) {
 				t.Fatalf("attrs are not valid JSON: %q", e.Attrs)
@@ -341,6 +341,7 @@ func FuzzParseLogs(f *testing.F) {
 			if back.Time != want {
 				t.Fatalf("time changed through the line: %d -> %d", e.Time, back.Time)
 			}
+			return nil
 		})
 		checkResult(t, res, err, emitted)
 	})

@@ -4,22 +4,9 @@ import (
 	"bytes"
 	"net/http"
 
+	"ingest/intake/login"
 	"ingest/internal/jsonstr"
 )
-
-// Login is one login attempt (POST /v1/logins). Byte fields point into the
-// request body or the Parser's scratch space and are valid only during the
-// emit call.
-type Login struct {
-	Time       int64  // Unix nanoseconds
-	User       []byte // never empty
-	IP         []byte
-	UA         []byte
-	ID         []byte // the client's id, else a generated one
-	Success    bool
-	HasSuccess bool   // whether the attempt said success at all
-	Props      []byte // compact JSON object of every other field; empty when none
-}
 
 func loginField(key []byte) fieldKind {
 	switch string(key) {
@@ -42,44 +29,42 @@ func loginField(key []byte) fieldKind {
 // ParseLogins parses a body of login attempts, NDJSON or a JSON array, and
 // calls emit for each valid one. Its contract is ParseLogs': a bad line is
 // rejected with its number and skipped, a line without a non-empty "user"
-// among them. Text and OTLP bodies are a 415. An error from emit rejects
-// that line too, with the error's text (the caller's own checks, such as an
-// attempt older than the table retention).
-func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*Login) error) (Result, error) {
+// among them, and so is an attempt emit refuses with a group.Rejected
+// error (the caller's own checks, such as an attempt older than the table
+// retention); any other error from emit ends parsing. Text and OTLP bodies
+// are a 415.
+func (p *Parser) ParseLogins(body []byte, f Format, d Defaults, emit func(*login.Attempt) error) (Result, error) {
 	p.begin(&d)
 	body = bytes.TrimPrefix(body, []byte(bom))
-	var r Result
-	each := func(n int, b []byte) {
+	r := Result{maxRows: d.MaxRows}
+	each := func(n int, b []byte) error {
 		if reason := p.loginFromLine(b); reason != "" {
 			r.reject(n, reason)
-			return
+			return nil
 		}
-		if err := emit(&p.lg); err != nil {
-			r.reject(n, err.Error())
-			return
-		}
-		r.Accepted++
+		return r.book(n, emit(&p.lg))
 	}
+	var err error
 	switch f {
 	case FormatNDJSON:
-		forEachLine(body, &r, each)
+		err = forEachLine(body, &r, each)
 	case FormatJSONArray:
 		if err := p.scanArray(body); err != nil {
 			return r, err
 		}
-		p.forEachElement(body, &r, each)
+		err = p.forEachElement(body, &r, each)
 	default:
 		return r, errorf(http.StatusUnsupportedMediaType,
 			"cannot accept a %s body for logins: send NDJSON or a JSON array of objects", f)
 	}
-	return r, nil
+	return r, err
 }
 
 // loginFromLine fills p.lg from one JSON object; it returns "" or why the
 // line is rejected.
 func (p *Parser) loginFromLine(b []byte) string {
 	lg := &p.lg
-	*lg = Login{}
+	*lg = login.Attempt{}
 	p.beginAttrs(b)
 	var haveTime, haveUser, haveIP, haveUA, haveID bool
 	bad := p.walkObject(b, func(key, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {

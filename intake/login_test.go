@@ -1,10 +1,13 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
 )
@@ -21,7 +24,7 @@ func parseLogins(t testing.TB, body string, f Format) ([]gotLogin, Result, error
 	p := GetParser()
 	defer PutParser(p)
 	var out []gotLogin
-	res, err := p.ParseLogins([]byte(body), f, Defaults{Now: now}, func(l *Login) error {
+	res, err := p.ParseLogins([]byte(body), f, Defaults{Now: now}, func(l *login.Attempt) error {
 		out = append(out, gotLogin{l.Time, string(l.User), string(l.IP), string(l.UA), string(l.ID), l.Success, l.HasSuccess, string(l.Props)})
 		return nil
 	})
@@ -85,18 +88,38 @@ func TestLoginsArrayAndFormats(t *testing.T) {
 	}
 }
 
+// An emit error that group.IsRejected rejects that attempt alone; any
+// other ends parsing and is returned.
 func TestLoginEmitError(t *testing.T) {
-	p := NewParser()
 	body := "{\"user\":\"a\"}\n{\"user\":\"old\"}\n{\"user\":\"b\"}"
-	res, err := p.ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *Login) error {
-		if string(l.User) == "old" {
-			return fmt.Errorf("cannot accept login: older than the retention")
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{"rejected", &group.Rejected{Reason: "cannot accept login: older than the retention"}, 3},
+		{"ends parsing", errors.New("cannot reserve memory"), 2},
+	} {
+		calls := 0
+		res, err := NewParser().ParseLogins([]byte(body), FormatNDJSON, Defaults{Now: now}, func(l *login.Attempt) error {
+			calls++
+			if string(l.User) == "old" {
+				return tc.err
+			}
+			return nil
+		})
+		if calls != tc.calls {
+			t.Errorf("%s: emit called %d times, want %d", tc.name, calls, tc.calls)
 		}
-		return nil
-	})
-	if err != nil || res.Accepted != 2 || res.Rejected != 1 || res.Errors[0].Line != 2 ||
-		res.Errors[0].Error != "cannot accept login: older than the retention" {
-		t.Fatalf("%v %+v, want line 2 rejected with emit's error", err, res)
+		if tc.calls == 2 {
+			if err != tc.err || res.Accepted != 1 {
+				t.Errorf("%s: %v %+v, want emit's error after 1 accepted", tc.name, err, res)
+			}
+			continue
+		}
+		if err != nil || res.Accepted != 2 || res.Rejected != 1 || res.Errors[0].Line != 2 || res.Errors[0].Error != tc.err.Error() {
+			t.Errorf("%s: %v %+v, want line 2 rejected with emit's error", tc.name, err, res)
+		}
 	}
 }
 
@@ -107,7 +130,7 @@ func TestParseLoginsAllocs(t *testing.T) {
 	body := []byte(loginBody(100))
 	p := NewParser()
 	d := Defaults{Now: now}
-	emit := func(*Login) error { return nil }
+	emit := func(*login.Attempt) error { return nil }
 	p.ParseLogins(body, FormatNDJSON, d, emit)
 	if allocs := testing.AllocsPerRun(20, func() { p.ParseLogins(body, FormatNDJSON, d, emit) }); allocs != 0 {
 		t.Fatalf("ParseLogins allocates %v times per batch, want 0", allocs)
@@ -131,7 +154,7 @@ func BenchmarkParseLogins(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := p.ParseLogins(body, FormatNDJSON, d, func(*Login) error { return nil }); err != nil {
+		if _, err := p.ParseLogins(body, FormatNDJSON, d, func(*login.Attempt) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -149,7 +172,7 @@ func FuzzParseLogins(f *testing.F) {
 		p := GetParser()
 		defer PutParser(p)
 		emitted := 0
-		res, err := p.ParseLogins(body, format, Defaults{Now: now}, func(l *Login) error {
+		res, err := p.ParseLogins(body, format, Defaults{Now: now}, func(l *login.Attempt) error {
 			emitted++
 			if len(l.User) == 0 || len(l.ID) == 0 || l.Time < minTime || l.Time > maxTime {
 				t.Fatalf("emitted an invalid login %+v", l)

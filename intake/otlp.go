@@ -5,13 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"ingest/logline"
 )
@@ -26,59 +23,23 @@ import (
 // the request time; the record attribute log.record.uid (or id) -> id;
 // record attributes, event name, scope name, trace and span ids -> attrs.
 //
-// Unlike the JSON paths this allocates per request (the protobuf message
-// tree), which OTLP's large batches amortise.
-func (p *Parser) parseOTLP(body []byte, jsonForm bool, emit func(*logline.Event)) (Result, error) {
-	var r Result
-	// LogsData has the same single field as ExportLogsServiceRequest
-	// (repeated ResourceLogs resource_logs = 1, JSON "resourceLogs"), so both
-	// encodings decode into it unchanged. Using it spares the collector
-	// package, which drags in gRPC and grpc-gateway.
-	var req logspb.LogsData
+// The protobuf form is read in place (otlpwire.go): nothing is allocated
+// per record. The JSON form is framed here and each resource, scope and
+// record decoded on its own, so memory is a record's tree, not the
+// request's.
+func (p *Parser) parseOTLP(body []byte, jsonForm bool, maxRows int, emit func(*logline.Event) error) (Result, error) {
+	r := &Result{maxRows: maxRows}
 	var err error
 	if jsonForm {
-		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, &req)
+		err = p.parseOTLPJSON(body, r, emit)
 	} else {
-		err = proto.Unmarshal(body, &req)
+		err = p.parseOTLPWire(body, r, emit)
 	}
-	if err != nil {
-		return r, errorf(http.StatusBadRequest, "cannot decode OTLP logs request: %v", err)
-	}
-	n := 0
-	for _, rl := range req.GetResourceLogs() {
-		p.svc, p.host, p.res = p.svc[:0], p.host[:0], p.res[:0]
-		for _, kv := range rl.GetResource().GetAttributes() {
-			switch kv.GetKey() {
-			case "service.name":
-				p.svc = appendText(p.svc[:0], kv.GetValue())
-			case "host.name":
-				p.host = appendText(p.host[:0], kv.GetValue())
-			default:
-				p.num = append(append(p.num[:0], "resource."...), kv.GetKey()...)
-				p.res = append(p.res, ',')
-				p.res = logline.AppendQuoted(p.res, p.num)
-				p.res = append(p.res, ':')
-				p.res = appendAnyValue(p.res, kv.GetValue())
-			}
-		}
-		for _, sl := range rl.GetScopeLogs() {
-			scope := sl.GetScope().GetName()
-			for _, rec := range sl.GetLogRecords() {
-				n++
-				if reason := p.eventFromRecord(rec, scope, jsonForm); reason != "" {
-					r.reject(n, reason)
-					continue
-				}
-				r.Accepted++
-				emit(&p.ev)
-			}
-		}
-	}
-	return r, nil
+	return *r, err
 }
 
-// eventFromRecord fills p.ev from one log record; it returns "" or why the
-// record is rejected.
+// eventFromRecord fills p.ev from one decoded log record; it returns "" or
+// why the record is rejected.
 func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm bool) string {
 	ev := &p.ev
 	ev.Reset()
@@ -98,10 +59,12 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 	}
 
 	ev.Level = logline.LevelFromOTLP(int32(rec.GetSeverityNumber()))
-	unknownSeverity := false
+	var unknownSeverity []byte
 	if ev.Level == logline.LevelNone && rec.GetSeverityText() != "" {
 		l, ok := logline.ParseLevel([]byte(rec.GetSeverityText()))
-		ev.Level, unknownSeverity = l, !ok
+		if ev.Level = l; !ok {
+			unknownSeverity = []byte(rec.GetSeverityText())
+		}
 	}
 
 	p.message = p.message[:0]
@@ -122,12 +85,32 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 				continue
 			}
 		}
-		p.attrs = attrName(p.attrs, kv.GetKey())
+		p.attrs = attrName(p.attrs, []byte(kv.GetKey()))
 		p.attrs = appendAnyValue(p.attrs, kv.GetValue())
 	}
-	if name := rec.GetEventName(); name != "" {
-		p.attrs = attrName(p.attrs, "event.name")
-		p.attrs = logline.AppendQuoted(p.attrs, []byte(name))
+	p.recordAttrs([]byte(rec.GetEventName()), []byte(scope), rec.GetTraceId(), rec.GetSpanId(), unknownSeverity, jsonForm)
+	ev.Service = p.svc // empty: finishEvent applies the default
+	ev.Host = p.host
+	p.finishEvent(true, haveID)
+	return ""
+}
+
+// resourceKey appends to p.res, after a comma, the name of a resource
+// attribute as an event's attribute ("resource.<key>") and a colon.
+func (p *Parser) resourceKey(key []byte) {
+	p.num = append(append(p.num[:0], "resource."...), key...)
+	p.res = append(p.res, ',')
+	p.res = logline.AppendQuoted(p.res, p.num)
+	p.res = append(p.res, ':')
+}
+
+// recordAttrs adds, after a record's own attributes, its event name, the
+// resource's attributes, the scope name, the trace and span ids and an
+// unknown severity text, those that are set.
+func (p *Parser) recordAttrs(eventName, scope, traceID, spanID, unknownSeverity []byte, jsonForm bool) {
+	if len(eventName) > 0 {
+		p.attrs = attrName(p.attrs, []byte("event.name"))
+		p.attrs = logline.AppendQuoted(p.attrs, eventName)
 	}
 	if len(p.res) > 0 {
 		if len(p.attrs) == 0 {
@@ -137,27 +120,22 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 			p.attrs = append(p.attrs, p.res...)
 		}
 	}
-	if scope != "" {
-		p.attrs = attrName(p.attrs, "scope.name")
-		p.attrs = logline.AppendQuoted(p.attrs, []byte(scope))
+	if len(scope) > 0 {
+		p.attrs = attrName(p.attrs, []byte("scope.name"))
+		p.attrs = logline.AppendQuoted(p.attrs, scope)
 	}
-	if !isZero(rec.GetTraceId()) {
-		p.attrs = attrName(p.attrs, "trace_id")
-		p.attrs = appendTraceID(p.attrs, rec.GetTraceId(), jsonForm)
+	if !isZero(traceID) {
+		p.attrs = attrName(p.attrs, []byte("trace_id"))
+		p.attrs = appendTraceID(p.attrs, traceID, jsonForm)
 	}
-	if !isZero(rec.GetSpanId()) {
-		p.attrs = attrName(p.attrs, "span_id")
-		p.attrs = appendTraceID(p.attrs, rec.GetSpanId(), jsonForm)
+	if !isZero(spanID) {
+		p.attrs = attrName(p.attrs, []byte("span_id"))
+		p.attrs = appendTraceID(p.attrs, spanID, jsonForm)
 	}
-	if unknownSeverity {
-		p.attrs = attrName(p.attrs, "severity_text")
-		p.attrs = logline.AppendQuoted(p.attrs, []byte(rec.GetSeverityText()))
+	if len(unknownSeverity) > 0 {
+		p.attrs = attrName(p.attrs, []byte("severity_text"))
+		p.attrs = logline.AppendQuoted(p.attrs, unknownSeverity)
 	}
-
-	ev.Service = p.svc // empty: finishEvent applies the default
-	ev.Host = p.host
-	p.finishEvent(true, haveID)
-	return ""
 }
 
 func isZero(b []byte) bool {
@@ -226,13 +204,7 @@ func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
 	case *commonpb.AnyValue_IntValue:
 		return strconv.AppendInt(dst, x.IntValue, 10)
 	case *commonpb.AnyValue_DoubleValue:
-		f := x.DoubleValue
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			dst = append(dst, '"')
-			dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
-			return append(dst, '"')
-		}
-		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+		return appendFloat(dst, x.DoubleValue)
 	case *commonpb.AnyValue_BytesValue:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, x.BytesValue)
@@ -261,14 +233,25 @@ func appendAnyValue(dst []byte, v *commonpb.AnyValue) []byte {
 	return append(dst, "null"...)
 }
 
+// appendFloat appends f as JSON: NaN and infinities, which JSON lacks, as
+// strings.
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		dst = append(dst, '"')
+		dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+		return append(dst, '"')
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
 // attrName opens the attrs object or adds a comma, then appends key quoted
 // and a colon.
-func attrName(dst []byte, key string) []byte {
+func attrName(dst []byte, key []byte) []byte {
 	if len(dst) == 0 {
 		dst = append(dst, '{')
 	} else {
 		dst = append(dst, ',')
 	}
-	dst = logline.AppendQuoted(dst, []byte(key))
+	dst = logline.AppendQuoted(dst, key)
 	return append(dst, ':')
 }

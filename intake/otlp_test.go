@@ -1,7 +1,9 @@
 package intake
 
 import (
+	"bytes"
 	"encoding/hex"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"ingest/internal/benchcpu"
@@ -161,6 +164,169 @@ func TestOTLPErrors(t *testing.T) {
 	}
 }
 
+// treeEvents decodes body whole with proto.Unmarshal and maps each record
+// with eventFromRecord: what the wire decoder must emit.
+func treeEvents(p *Parser, body []byte) ([]got, bool) {
+	var req logspb.LogsData
+	if proto.Unmarshal(body, &req) != nil {
+		return nil, false
+	}
+	p.begin(&Defaults{Now: now})
+	var out []got
+	for _, rl := range req.GetResourceLogs() {
+		p.svc, p.host, p.res = p.svc[:0], p.host[:0], p.res[:0]
+		for _, kv := range rl.GetResource().GetAttributes() {
+			switch kv.GetKey() {
+			case "service.name":
+				p.svc = appendText(p.svc[:0], kv.GetValue())
+			case "host.name":
+				p.host = appendText(p.host[:0], kv.GetValue())
+			default:
+				p.resourceKey([]byte(kv.GetKey()))
+				p.res = appendAnyValue(p.res, kv.GetValue())
+			}
+		}
+		for _, sl := range rl.GetScopeLogs() {
+			for _, rec := range sl.GetLogRecords() {
+				if p.eventFromRecord(rec, sl.GetScope().GetName(), false) != "" {
+					out = append(out, got{Message: "rejected"})
+					continue
+				}
+				e := &p.ev
+				out = append(out, got{e.Time, e.Level, string(e.Service), string(e.Host), string(e.ID), string(e.Message), string(e.Attrs)})
+			}
+		}
+	}
+	return out, true
+}
+
+// FuzzOTLPWire: the wire decoder emits what decoding the whole message and
+// mapping its records does, for every request in canonical form (proto's
+// own encoding of what it decodes: no repeated singular field to merge),
+// and never fails on a record for anything but its own bytes.
+func FuzzOTLPWire(f *testing.F) {
+	pb, _ := proto.Marshal(otlpRequest())
+	f.Add(pb)
+	f.Add(otlpNested(3))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p := NewParser()
+		var evs []got
+		res, err := p.ParseLogs(body, FormatOTLPProto, Defaults{Now: now}, func(e *logline.Event) error {
+			evs = append(evs, got{e.Time, e.Level, string(e.Service), string(e.Host), string(e.ID), string(e.Message), string(e.Attrs)})
+			return nil
+		})
+		want, ok := treeEvents(NewParser(), body)
+		if !ok {
+			return
+		}
+		if again, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(mustUnmarshal(body)); !bytes.Equal(again, body) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("a request proto decodes: %v", err)
+		}
+		for i, j := 0, 0; i < len(want); i++ {
+			if want[i].Message == "rejected" {
+				continue
+			}
+			if j >= len(evs) {
+				t.Fatalf("record %d not emitted (%+v)", i+1, res)
+			}
+			g := evs[j]
+			j++
+			if len(want[i].ID) == IDLen && len(g.ID) == IDLen {
+				g.ID = want[i].ID // generated
+			}
+			if g != want[i] {
+				t.Fatalf("record %d:\n wire %v\n tree %v", i+1, g, want[i])
+			}
+		}
+	})
+}
+
+func mustUnmarshal(body []byte) *logspb.LogsData {
+	var req logspb.LogsData
+	_ = proto.Unmarshal(body, &req)
+	return &req
+}
+
+// otlpNested is a request of one record whose body nests arrays depth
+// deep.
+func otlpNested(depth int) []byte {
+	v := str("leaf")
+	for range depth {
+		v = &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: []*commonpb.AnyValue{v}}}}
+	}
+	req := &logspb.LogsData{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{
+		LogRecords: []*logspb.LogRecord{{Body: v}, {Body: str("next")}}}}}}}
+	b, _ := proto.Marshal(req)
+	return b
+}
+
+// Decoding in place: a resource written after its scopes still applies to
+// their records; a body nested past the depth limit rejects its record
+// alone; a record whose own bytes are broken is rejected alone, where the
+// request's frame is sound; and a request of millions of empty records
+// stops at the first error emit returns.
+func TestOTLPWire(t *testing.T) {
+	res := protowire.AppendTag(nil, fieldResourceLogsResource, protowire.BytesType)
+	resource, _ := proto.Marshal(&resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", str("late"))}})
+	res = protowire.AppendBytes(res, resource)
+	sl, _ := proto.Marshal(&logspb.ScopeLogs{LogRecords: []*logspb.LogRecord{{Body: str("m")}}})
+	rl := protowire.AppendBytes(protowire.AppendTag(nil, fieldResourceLogsScopeLogs, protowire.BytesType), sl)
+	rl = append(rl, res...) // the resource after the scope logs
+	body := protowire.AppendBytes(protowire.AppendTag(nil, fieldLogsDataResourceLogs, protowire.BytesType), rl)
+	evs, r, err := parseAll(t, string(body), FormatOTLPProto, Defaults{Now: now})
+	if err != nil || r.Accepted != 1 || evs[0].Service != "late" {
+		t.Fatalf("resource after its scopes: %v %+v %v", err, r, evs)
+	}
+
+	evs, r, err = parseAll(t, string(otlpNested(maxDepth+5)), FormatOTLPProto, Defaults{Now: now})
+	if err != nil || r.Accepted != 1 || r.Rejected != 1 || r.Errors[0].Line != 1 || !strings.Contains(r.Errors[0].Error, "nested deeper") || evs[0].Message != "next" {
+		t.Fatalf("a body nested %d deep: %v %+v", maxDepth+5, err, r)
+	}
+
+	broken := []byte{fieldRecordTime<<3 | 1, 1, 2} // a fixed64 of 2 bytes
+	recs := protowire.AppendBytes(protowire.AppendTag(nil, fieldScopeLogsLogRecords, protowire.BytesType), broken)
+	good, _ := proto.Marshal(&logspb.LogRecord{Body: str("good")})
+	recs = protowire.AppendBytes(protowire.AppendTag(recs, fieldScopeLogsLogRecords, protowire.BytesType), good)
+	rl = protowire.AppendBytes(protowire.AppendTag(nil, fieldResourceLogsScopeLogs, protowire.BytesType), recs)
+	body = protowire.AppendBytes(protowire.AppendTag(nil, fieldLogsDataResourceLogs, protowire.BytesType), rl)
+	evs, r, err = parseAll(t, string(body), FormatOTLPProto, Defaults{Now: now})
+	if err != nil || r.Accepted != 1 || r.Rejected != 1 || r.Errors[0].Line != 1 || evs[0].Message != "good" {
+		t.Fatalf("a broken record: %v %+v %v", err, r, evs)
+	}
+
+	empty := bytes.Repeat([]byte{fieldScopeLogsLogRecords<<3 | 2, 0}, 1<<20)
+	rl = protowire.AppendBytes(protowire.AppendTag(nil, fieldResourceLogsScopeLogs, protowire.BytesType), empty)
+	body = protowire.AppendBytes(protowire.AppendTag(nil, fieldLogsDataResourceLogs, protowire.BytesType), rl)
+	stop := errors.New("cannot take more")
+	calls := 0
+	_, err = NewParser().ParseLogs(body, FormatOTLPProto, Defaults{Now: now}, func(*logline.Event) error {
+		if calls++; calls == 1000 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || calls != 1000 {
+		t.Fatalf("a million empty records: %v after %d calls, want emit's error after 1,000", err, calls)
+	}
+}
+
+// The JSON form is decoded a record at a time: a record protojson refuses
+// is rejected alone, and fields come in either spelling and any order.
+func TestOTLPJSONRecords(t *testing.T) {
+	body := `{"resource_logs":[{"scope_logs":[{"log_records":[{"body":{"stringValue":"a"}},{"timeUnixNano":"soon"},{"body":{"stringValue":"c"}}],
+		"scope":{"name":"late-scope"}}],"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"late"}}]}}]}`
+	evs, r, err := parseAll(t, body, FormatOTLPJSON, Defaults{Now: now})
+	if err != nil || r.Accepted != 2 || r.Rejected != 1 || r.Errors[0].Line != 2 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if evs[0].Service != "late" || evs[1].Message != "c" || !strings.Contains(evs[0].Attrs, `"scope.name":"late-scope"`) {
+		t.Fatalf("events %v", evs)
+	}
+}
+
 func BenchmarkParseLogsOTLPProto(b *testing.B) {
 	req := &logspb.LogsData{}
 	rl := &logspb.ResourceLogs{Resource: otlpRequest().ResourceLogs[0].Resource}
@@ -180,7 +346,7 @@ func BenchmarkParseLogsOTLPProto(b *testing.B) {
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := p.ParseLogs(body, FormatOTLPProto, d, func(*logline.Event) {}); err != nil {
+		if _, err := p.ParseLogs(body, FormatOTLPProto, d, func(*logline.Event) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}

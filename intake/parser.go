@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"ingest/intake/group"
+	"ingest/intake/login"
 	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
@@ -33,7 +35,20 @@ type Result struct {
 	Accepted int         `json:"accepted"`
 	Rejected int         `json:"rejected"`
 	Errors   []LineError `json:"errors"` // the first MaxErrors rejections
+	maxRows  int         // Defaults.MaxRows
 }
+
+// full refuses the request once it has more rows, accepted or rejected,
+// than Defaults.MaxRows.
+func (r *Result) full() error {
+	if r.maxRows > 0 && r.Accepted+r.Rejected > r.maxRows {
+		return r.tooMany()
+	}
+	return nil
+}
+
+// tooMany is full's refusal, apart so that full is inlined on every row.
+func (r *Result) tooMany() error { return group.TooManyEvents(r.maxRows) }
 
 // reject counts a bad line and lists it while there is room.
 func (r *Result) reject(line int, reason string) {
@@ -41,6 +56,34 @@ func (r *Result) reject(line int, reason string) {
 	if len(r.Errors) < MaxErrors {
 		r.Errors = append(r.Errors, LineError{Line: line, Error: reason})
 	}
+}
+
+// emit hands e, the row of line n, to emit and books the outcome: accepted,
+// rejected alone (a group.Rejected error), or the error that ends parsing,
+// returned.
+func (r *Result) emit(n int, emit func(*logline.Event) error, e *logline.Event) error {
+	return r.book(n, emit(e))
+}
+
+// book counts the row of line n by what its emit returned: accepted (nil),
+// rejected alone (a group.Rejected error), or the error that ends parsing,
+// returned.
+func (r *Result) book(n int, err error) error {
+	if err == nil {
+		r.Accepted++
+		return nil
+	}
+	return r.bookError(n, err)
+}
+
+// bookError is book's slow path, apart so that book is inlined on every
+// row.
+func (r *Result) bookError(n int, err error) error {
+	if group.IsRejected(err) {
+		r.reject(n, err.Error())
+		return nil
+	}
+	return err
 }
 
 // AppendJSON appends the 202 response body,
@@ -68,6 +111,9 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 type Defaults struct {
 	Service []byte // service of events without one; empty means "default"
 	Now     int64  // Unix nanoseconds for events without a time; 0 means time.Now()
+	// MaxRows caps the rows of the body, accepted or rejected: past it,
+	// parsing ends with group.TooManyEvents (0: no cap).
+	MaxRows int
 }
 
 var defaultService = []byte("default")
@@ -78,7 +124,7 @@ var defaultService = []byte("default")
 // parsing NDJSON allocates nothing per event.
 type Parser struct {
 	ev logline.Event
-	lg Login
+	lg login.Attempt
 
 	attrs   []byte // the event's attrs object
 	message []byte // a non-string message rendered as JSON
@@ -97,6 +143,8 @@ type Parser struct {
 	// runLine[runStart:runEnd] of the line being read; runEnd 0 when none.
 	runLine          []byte
 	runStart, runEnd int
+
+	otlp *otlpJSON // the messages of the OTLP JSON form, once needed
 
 	service []byte // resolved default service of this request
 	now     int64  // resolved default time of this request
@@ -128,10 +176,11 @@ func PutParser(p *Parser) {
 		p.spans = nil
 	}
 	p.ev.Reset()
-	p.lg = Login{}
+	p.lg = login.Attempt{}
 	p.beginAttrs(nil) // keep no body alive from the pool
 	p.idx.Release(retainBytes)
 	p.service = nil
+	p.otlp = nil // message trees of the last request's sizes
 	parserPool.Put(p)
 }
 

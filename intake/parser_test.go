@@ -1,11 +1,20 @@
 package intake
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"ingest/intake/group"
+	"ingest/intake/login"
+	"ingest/internal/httperr"
 	"ingest/logline"
 )
 
@@ -36,13 +45,14 @@ func parseAll(t testing.TB, body string, f Format, d Defaults) ([]got, Result, e
 	defer PutParser(p)
 	var out []got
 	var line []byte
-	res, err := p.ParseLogs([]byte(body), f, d, func(e *logline.Event) {
+	res, err := p.ParseLogs([]byte(body), f, d, func(e *logline.Event) error {
 		out = append(out, got{e.Time, e.Level, string(e.Service), string(e.Host), string(e.ID), string(e.Message), string(e.Attrs)})
 		line = logline.AppendLine(line[:0], e)
 		var back logline.Event
 		if perr := logline.Parse(line, &back); perr != nil {
 			t.Errorf("event makes a line logline.Parse refuses: %q: %v", line, perr)
 		}
+		return nil
 	})
 	if err == nil && res.Accepted != len(out) {
 		t.Errorf("Accepted = %d, but %d events were emitted", res.Accepted, len(out))
@@ -169,7 +179,7 @@ func TestResultAppendJSON(t *testing.T) {
 func TestPutParserDropsBigBuffers(t *testing.T) {
 	p := NewParser()
 	big := `{"msg":"` + strings.Repeat("x", retainBytes) + `","a":"` + strings.Repeat("y", retainBytes) + `"}`
-	if _, err := p.ParseLogs([]byte(big), FormatNDJSON, Defaults{Now: now}, func(*logline.Event) {}); err != nil {
+	if _, err := p.ParseLogs([]byte(big), FormatNDJSON, Defaults{Now: now}, func(*logline.Event) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if cap(p.attrs) <= retainBytes {
@@ -178,5 +188,94 @@ func TestPutParserDropsBigBuffers(t *testing.T) {
 	PutParser(p)
 	if p.attrs != nil {
 		t.Fatalf("PutParser kept an oversized buffer: cap(attrs)=%d", cap(p.attrs))
+	}
+}
+
+// The emit contract, for every log body format: an error that
+// group.IsRejected rejects that event alone, with its line (or element, or
+// record) number; any other error ends parsing at once and is returned.
+func TestEmitErrors(t *testing.T) {
+	pb, err := proto.Marshal(otlpRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := protojson.Marshal(otlpRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := `{"msg":"one"}` + "\n" + `{"msg":"two"}` + "\n" + `{"msg":"three"}`
+	bodies := []struct {
+		name string
+		f    Format
+		body string
+	}{
+		{"ndjson", FormatNDJSON, three},
+		{"array", FormatJSONArray, "[" + strings.ReplaceAll(three, "\n", ",") + "]"},
+		{"text", FormatText, "one\ntwo\nthree"},
+		{"otlp protobuf", FormatOTLPProto, string(pb)}, // records 1-3 valid, 4 rejected for its time
+		{"otlp json", FormatOTLPJSON, string(js)},
+	}
+	stop := errors.New("cannot reserve memory")
+	for _, b := range bodies {
+		for _, tc := range []struct {
+			name string
+			err  error
+		}{{"rejected", &group.Rejected{Reason: "cannot accept the event: over a cap"}}, {"ends parsing", stop}} {
+			calls := 0
+			res, err := NewParser().ParseLogs([]byte(b.body), b.f, Defaults{Now: now}, func(*logline.Event) error {
+				if calls++; calls == 2 {
+					return tc.err
+				}
+				return nil
+			})
+			if tc.err == stop {
+				if err != stop || calls != 2 || res.Accepted != 1 {
+					t.Errorf("%s, %s: %v after %d calls, %+v; want emit's error after the second call", b.name, tc.name, err, calls, res)
+				}
+				continue
+			}
+			if err != nil || calls != 3 || res.Accepted != 2 || len(res.Errors) == 0 || res.Errors[0].Line != 2 || res.Errors[0].Error != tc.err.Error() {
+				t.Errorf("%s, %s: %v after %d calls, %+v; want line 2 rejected with emit's error and the rest accepted", b.name, tc.name, err, calls, res)
+			}
+		}
+	}
+}
+
+// Defaults.MaxRows counts every row, rejected ones too: a body of
+// millions of bad lines is refused (413) at the first row past the cap,
+// not parsed to its end.
+func TestMaxRows(t *testing.T) {
+	const max = 50
+	bad := strings.Repeat("x\n", 10*max)
+	var badRecords []*logspb.LogRecord
+	for range 10 * max {
+		badRecords = append(badRecords, &logspb.LogRecord{TimeUnixNano: math.MaxUint64})
+	}
+	req := &logspb.LogsData{ResourceLogs: []*logspb.ResourceLogs{{ScopeLogs: []*logspb.ScopeLogs{{LogRecords: badRecords}}}}}
+	pb, _ := proto.Marshal(req)
+	js, _ := protojson.Marshal(req)
+	for _, tc := range []struct {
+		name string
+		f    Format
+		body string
+	}{
+		{"ndjson", FormatNDJSON, bad},
+		{"array", FormatJSONArray, "[" + strings.Repeat("1,", 10*max) + "1]"},
+		{"text", FormatText, strings.Repeat("ok\n", 10*max)},
+		{"otlp protobuf", FormatOTLPProto, string(pb)},
+		{"otlp json", FormatOTLPJSON, string(js)},
+		{"logins", 0, bad},
+	} {
+		var res Result
+		var err error
+		d := Defaults{Now: now, MaxRows: max}
+		if tc.f == 0 {
+			res, err = NewParser().ParseLogins([]byte(tc.body), FormatNDJSON, d, func(*login.Attempt) error { return nil })
+		} else {
+			res, err = NewParser().ParseLogs([]byte(tc.body), tc.f, d, func(*logline.Event) error { return nil })
+		}
+		if httperr.StatusOf(err) != 413 || !strings.Contains(err.Error(), "--max-events-per-request") || res.Accepted+res.Rejected != max+1 {
+			t.Errorf("%s: %v after %d rows, want a 413 naming --max-events-per-request after %d", tc.name, err, res.Accepted+res.Rejected, max+1)
+		}
 	}
 }

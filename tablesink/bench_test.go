@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"ingest/intake/login"
 )
 
 // benchRecords builds n attempts of today: "spread" over n/5 users (five
@@ -18,7 +20,7 @@ func benchRecords(b *testing.B, s *Sink, kind string, n int) (string, []byte) {
 		if kind == "hot" {
 			user = "victim@example.com"
 		}
-		a := Attempt{Time: day0.Add(time.Duration(i) * 50 * time.Microsecond).UnixNano(), User: []byte(user),
+		a := login.Attempt{Time: day0.Add(time.Duration(i) * 50 * time.Microsecond).UnixNano(), User: []byte(user),
 			ID: fmt.Appendf(nil, "id%07d", i), IP: []byte("203.0.113.7"), UA: []byte("Mozilla/5.0 (X11; Linux x86_64)"),
 			HasSuccess: true, Props: []byte(`{"country":"fr","method":"password"}`)}
 		var err error

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	bolt "go.etcd.io/bbolt"
+
+	"ingest/intake/login"
 )
 
 // writeZipfAttempts writes n login attempts of 100,000 users (Zipf 1.1, as
@@ -20,7 +22,7 @@ func writeZipfAttempts(tb testing.TB, s *Sink, n, flushBytes int) string {
 	uas := []string{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36", "okhttp/4.12.0", "curl/8.11.0"}
 	var data []byte
 	var key string
-	eachZipfAttempt(s, n, func(i int) string { return uas[i%len(uas)] }, func(i int, a *Attempt) {
+	eachZipfAttempt(s, n, func(i int) string { return uas[i%len(uas)] }, func(i int, a *login.Attempt) {
 		var err error
 		key, data, err = s.AppendRecord(data, a)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"ingest/intake/login"
 	"ingest/internal/benchcpu"
 )
 
@@ -47,7 +48,7 @@ func zipfRecords(tb testing.TB, s *Sink, n int) (string, []byte) {
 	tb.Helper()
 	var data []byte
 	var key string
-	eachZipfAttempt(s, n, func(int) string { return "Mozilla/5.0 (X11; Linux x86_64)" }, func(_ int, a *Attempt) {
+	eachZipfAttempt(s, n, func(int) string { return "Mozilla/5.0 (X11; Linux x86_64)" }, func(_ int, a *login.Attempt) {
 		var err error
 		key, data, err = s.AppendRecord(data, a)
 		if err != nil {
@@ -60,7 +61,7 @@ func zipfRecords(tb testing.TB, s *Sink, n int) (string, []byte) {
 // eachZipfAttempt calls fn with n login attempts of 100,000 users (Zipf
 // 1.1, 12,500 a second from day0, user agents from ua), the sink's clock
 // set to each one's time.
-func eachZipfAttempt(s *Sink, n int, ua func(i int) string, fn func(i int, a *Attempt)) {
+func eachZipfAttempt(s *Sink, n int, ua func(i int) string, fn func(i int, a *login.Attempt)) {
 	now := day0
 	s.now = func() time.Time { return now }
 	r := rand.New(rand.NewPCG(1, 2))
@@ -68,7 +69,7 @@ func eachZipfAttempt(s *Sink, n int, ua func(i int) string, fn func(i int, a *At
 	for i := range n {
 		now = day0.Add(time.Duration(i) * 80 * time.Microsecond)
 		rank := zipf.Uint64()
-		a := Attempt{Time: now.UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", rank),
+		a := login.Attempt{Time: now.UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", rank),
 			ID: fmt.Appendf(nil, "01JDQ8%020d", i), IP: fmt.Appendf(nil, "203.0.%d.%d", rank>>8&255, rank&255),
 			UA: []byte(ua(i)), HasSuccess: true, Success: i%13 != 0,
 			Props: []byte(`{"method":"password"}`)}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"ingest/intake/login"
 	"ingest/tablesink"
 )
 
@@ -33,7 +34,7 @@ func Example() {
 	now := time.Now()
 	records := map[string][]byte{}
 	for i, id := range []string{"a1", "a2", "a3"} {
-		a := tablesink.Attempt{Time: now.Add(time.Duration(i) * time.Second).UnixNano(), User: []byte("alice@example.com"),
+		a := login.Attempt{Time: now.Add(time.Duration(i) * time.Second).UnixNano(), User: []byte("alice@example.com"),
 			ID: []byte(id), Success: id == "a3", HasSuccess: true}
 		key, rec, err := s.AppendRecord(records[tablesink.TableFor(a.Time)], &a)
 		if err != nil {

@@ -10,19 +10,14 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"ingest/intake/login"
 	"ingest/logline"
 	"ingest/shard"
 )
 
-// Attempt is one login attempt, as intake parses it and as Tail returns it.
-type Attempt struct {
-	Time       int64 // Unix nanoseconds
-	User       []byte
-	IP, UA, ID []byte
-	Success    bool
-	HasSuccess bool   // whether the attempt said success at all
-	Props      []byte // compact JSON object of every other field, or empty
-}
+// Attempt is login.Attempt under the name the readers of Tail's answers
+// used before the type had a package of its own.
+type Attempt = login.Attempt
 
 // maxStringBytes bounds each string field of an attempt so that the entity
 // stays within Azure's 64 KiB per string property.
@@ -45,7 +40,7 @@ const maxStringBytes = MaxStringBytes / 2
 // The user, the time (to 100 ns, Azure's DateTime resolution) and the id
 // are read back from the RowKey: records stay small, so a --flush-bytes
 // chunk holds more attempts and fills more of each bucket's transaction.
-func (s *Sink) AppendRecord(dst []byte, a *Attempt) (key string, out []byte, err error) {
+func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byte, err error) {
 	now := s.now().UnixNano()
 	day, today := dayOf(a.Time), dayOf(now)
 	switch {
@@ -163,8 +158,8 @@ func recordEntity(p *fastjson.Parser, a *arena, line []byte) (Entity, error) {
 }
 
 // attemptFromEntity turns a stored entity back into an Attempt.
-func attemptFromEntity(e *Entity) Attempt {
-	var a Attempt
+func attemptFromEntity(e *Entity) login.Attempt {
+	var a login.Attempt
 	if t, ok := e.Props["Time"].(time.Time); ok {
 		a.Time = t.UnixNano()
 	} else if _, ts, _, err := shard.ParseRowKey([]byte(e.RowKey)); err == nil {
@@ -186,7 +181,7 @@ func attemptFromEntity(e *Entity) Attempt {
 // AppendAttemptJSON appends a as one NDJSON object: ts (UTC, seven
 // fractional digits), user, success (when given), ip, ua, id, then the
 // attempt's other fields merged in.
-func AppendAttemptJSON(dst []byte, a *Attempt) []byte {
+func AppendAttemptJSON(dst []byte, a *login.Attempt) []byte {
 	dst = append(dst, `{"ts":"`...)
 	dst = logline.AppendTime(dst, a.Time)
 	dst = append(dst, `","user":`...)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"ingest/intake/login"
 	"ingest/logline"
 	"ingest/shard"
 )
 
 func TestAppendRecord(t *testing.T) {
 	s := newTestSink(t, nil, testConfig())
-	a := &Attempt{
+	a := &login.Attempt{
 		Time: time.Date(2026, 11, 21, 18, 4, 5, 123456700, time.UTC).UnixNano(),
 		User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("curl/8 \"x\""), ID: []byte("01JDQ8"),
 		Success: false, HasSuccess: true, Props: []byte(`{"country":"fr","n":1}`),
@@ -50,8 +51,8 @@ func TestAppendRecord(t *testing.T) {
 
 func TestAppendRecordRefuses(t *testing.T) {
 	s := newTestSink(t, nil, testConfig())
-	ok := func() Attempt { return Attempt{Time: day0.UnixNano(), User: []byte("u"), ID: []byte("i")} }
-	f := func(name, wantErr string, mod func(a *Attempt)) {
+	ok := func() login.Attempt { return login.Attempt{Time: day0.UnixNano(), User: []byte("u"), ID: []byte("i")} }
+	f := func(name, wantErr string, mod func(a *login.Attempt)) {
 		t.Helper()
 		a := ok()
 		mod(&a)
@@ -60,14 +61,14 @@ func TestAppendRecordRefuses(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", name, err, wantErr)
 		}
 	}
-	f("past retention", "cannot accept login attempt from 2026-09-21: older than --login-retention-days (60)", func(a *Attempt) { a.Time = day0.AddDate(0, 0, -61).UnixNano() })
-	f("far future", "more than a day ahead", func(a *Attempt) { a.Time = day0.AddDate(0, 0, 2).UnixNano() })
-	f("no user", "no user", func(a *Attempt) { a.User = nil })
-	f("long user", "RowKey over Azure's 1 KiB", func(a *Attempt) { a.User = bytes.Repeat([]byte("u"), 600) })
-	f("long id", "RowKey over Azure's 1 KiB", func(a *Attempt) { a.ID = bytes.Repeat([]byte("/"), 200) })
-	f("huge ua", "over 64 KiB", func(a *Attempt) { a.UA = bytes.Repeat([]byte("a"), 40<<10) })
-	f("props not an object", "not a JSON object", func(a *Attempt) { a.Props = []byte(`[1]`) })
-	f("props not JSON", "not a JSON object", func(a *Attempt) { a.Props = []byte(`{"a":`) })
+	f("past retention", "cannot accept login attempt from 2026-09-21: older than --login-retention-days (60)", func(a *login.Attempt) { a.Time = day0.AddDate(0, 0, -61).UnixNano() })
+	f("far future", "more than a day ahead", func(a *login.Attempt) { a.Time = day0.AddDate(0, 0, 2).UnixNano() })
+	f("no user", "no user", func(a *login.Attempt) { a.User = nil })
+	f("long user", "RowKey over Azure's 1 KiB", func(a *login.Attempt) { a.User = bytes.Repeat([]byte("u"), 600) })
+	f("long id", "RowKey over Azure's 1 KiB", func(a *login.Attempt) { a.ID = bytes.Repeat([]byte("/"), 200) })
+	f("huge ua", "over 64 KiB", func(a *login.Attempt) { a.UA = bytes.Repeat([]byte("a"), 40<<10) })
+	f("props not an object", "not a JSON object", func(a *login.Attempt) { a.Props = []byte(`[1]`) })
+	f("props not JSON", "not a JSON object", func(a *login.Attempt) { a.Props = []byte(`{"a":`) })
 
 	for _, d := range []int{-60, 0, 1} { // the edges that are accepted
 		a := ok()
@@ -88,7 +89,7 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 	var p fastjson.Parser
 	for i := range 2000 { // 2,000 attempts in one second: far above 50/s
 		now = day0.Add(time.Duration(i) * 500 * time.Microsecond)
-		a := Attempt{Time: now.UnixNano(), User: []byte("victim"), ID: []byte{byte('a' + i%26), byte('a' + i/26%26), byte('a' + i/676)}}
+		a := login.Attempt{Time: now.UnixNano(), User: []byte("victim"), ID: []byte{byte('a' + i%26), byte('a' + i/26%26), byte('a' + i/676)}}
 		_, out, err := s.AppendRecord(nil, &a)
 		if err != nil {
 			t.Fatal(err)
@@ -112,7 +113,7 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 
 func TestAppendRecordAllocs(t *testing.T) {
 	s := newTestSink(t, nil, testConfig())
-	a := &Attempt{Time: day0.UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0"), ID: []byte("01JDQ8"), HasSuccess: true, Props: []byte(`{"k":"v"}`)}
+	a := &login.Attempt{Time: day0.UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0"), ID: []byte("01JDQ8"), HasSuccess: true, Props: []byte(`{"k":"v"}`)}
 	buf := make([]byte, 0, 4096)
 	n := testing.AllocsPerRun(1000, func() {
 		_, buf, _ = s.AppendRecord(buf[:0], a)
@@ -125,7 +126,7 @@ func TestAppendRecordAllocs(t *testing.T) {
 func BenchmarkAppendRecord(b *testing.B) {
 	s := newTestSink(b, nil, testConfig())
 	s.now = time.Now
-	a := &Attempt{Time: time.Now().UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0 (X11; Linux x86_64)"), ID: []byte("01JDQ8XYZ"), HasSuccess: true, Props: []byte(`{"country":"fr"}`)}
+	a := &login.Attempt{Time: time.Now().UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0 (X11; Linux x86_64)"), ID: []byte("01JDQ8XYZ"), HasSuccess: true, Props: []byte(`{"country":"fr"}`)}
 	_, rec, _ := s.AppendRecord(nil, a)
 	b.SetBytes(int64(len(rec)))
 	b.ReportAllocs()
@@ -142,7 +143,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add([]byte("a/b#c?\x00~%"), []byte(""), []byte("\"\\\n"), []byte("é/日本"), []byte(""), false)
 	s := newTestSink(f, nil, testConfig())
 	f.Fuzz(func(t *testing.T, user, ip, ua, id, props []byte, success bool) {
-		a := &Attempt{Time: day0.UnixNano(), User: user, IP: ip, UA: ua, ID: id, Success: success, HasSuccess: true, Props: props}
+		a := &login.Attempt{Time: day0.UnixNano(), User: user, IP: ip, UA: ua, ID: id, Success: success, HasSuccess: true, Props: props}
 		_, out, err := s.AppendRecord(nil, a)
 		if err != nil {
 			return // refused input is fine; what is accepted must round-trip

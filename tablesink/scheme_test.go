@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"ingest/blobsink"
+	"ingest/intake/login"
 	"ingest/shard"
 )
 
@@ -157,7 +158,7 @@ func TestFlushFillsTransactions(t *testing.T) {
 		recs := map[string][]byte{}
 		const n = 25000
 		for i := range n {
-			a := Attempt{Time: day0.Add(time.Duration(i) * time.Millisecond).UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", i%10000), ID: fmt.Appendf(nil, "%d", i)}
+			a := login.Attempt{Time: day0.Add(time.Duration(i) * time.Millisecond).UnixNano(), User: fmt.Appendf(nil, "user%d@example.com", i%10000), ID: fmt.Appendf(nil, "%d", i)}
 			key, out, err := s.AppendRecord(recs[""], &a)
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/internal/httperr"
+	"ingest/intake/login"
 )
 
 func TestConfig(t *testing.T) {
@@ -69,7 +70,7 @@ func TestTableNames(t *testing.T) {
 func appendAttempts(t testing.TB, s *Sink, recs map[string][]byte, user string, times []time.Time, idPrefix string) {
 	t.Helper()
 	for i, ts := range times {
-		a := Attempt{Time: ts.UnixNano(), User: []byte(user), ID: []byte(fmt.Sprintf("%s%04d", idPrefix, i)), IP: []byte("10.0.0.1"), HasSuccess: true, Success: i%2 == 0}
+		a := login.Attempt{Time: ts.UnixNano(), User: []byte(user), ID: []byte(fmt.Sprintf("%s%04d", idPrefix, i)), IP: []byte("10.0.0.1"), HasSuccess: true, Success: i%2 == 0}
 		key, out, err := s.AppendRecord(recs[""], &a)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"ingest/internal/httperr"
+	"ingest/intake/login"
 	"ingest/shard"
 )
 
@@ -22,9 +23,9 @@ const maxTailQueries = 16
 // it runs one range query ($top=limit, the user's RowKey range) in the
 // user's unsalted partition; only if that finds the user's salted marker
 // first does it query the user's salted partitions too, in parallel. Tables of the first key scheme are read with its keys.
-func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attempt, error) {
-	var out []Attempt
-	err := s.TailEach(ctx, user, days, limit, func(a *Attempt) error {
+func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]login.Attempt, error) {
+	var out []login.Attempt
+	err := s.TailEach(ctx, user, days, limit, func(a *login.Attempt) error {
 		out = append(out, *a)
 		return nil
 	})
@@ -35,7 +36,7 @@ func (s *Sink) Tail(ctx context.Context, user string, days, limit int) ([]Attemp
 // so an answer can be streamed; an error from fn stops it and is returned.
 // A panic in its reading (its own goroutines included) is returned as a
 // *httperr.Panic.
-func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn func(*Attempt) error) (err error) {
+func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn func(*login.Attempt) error) (err error) {
 	defer httperr.Recover(&err)
 	if limit <= 0 || user == "" {
 		return nil
@@ -56,7 +57,7 @@ func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn fu
 		if s.expired(day) {
 			break
 		}
-		var got []Attempt
+		var got []login.Attempt
 		var err error
 		if day == today {
 			r := <-todays
@@ -78,12 +79,12 @@ func (s *Sink) TailEach(ctx context.Context, user string, days, limit int, fn fu
 }
 
 type dayAttempts struct {
-	got []Attempt
+	got []login.Attempt
 	err error
 }
 
 // tailDay returns the newest top attempts of user in one day table.
-func (s *Sink) tailDay(ctx context.Context, table string, user []byte, top int) ([]Attempt, error) {
+func (s *Sink) tailDay(ctx context.Context, table string, user []byte, top int) ([]login.Attempt, error) {
 	sc, err := s.scheme(ctx, table)
 	if err != nil || sc == schemeNoTable {
 		return nil, err
@@ -113,7 +114,7 @@ func (s *Sink) tailDay(ctx context.Context, table string, user []byte, top int) 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Attempt, 0, len(ents)+len(more))
+	out := make([]login.Attempt, 0, len(ents)+len(more))
 	for _, set := range [][]Entity{ents, more} {
 		for i := range set {
 			if set[i].PartitionKey == home && shard.IsSaltedMarker(set[i].RowKey) {
@@ -123,7 +124,7 @@ func (s *Sink) tailDay(ctx context.Context, table string, user []byte, top int) 
 		}
 	}
 	if len(ranges) > 0 {
-		slices.SortFunc(out, func(a, b Attempt) int {
+		slices.SortFunc(out, func(a, b login.Attempt) int {
 			return cmp.Or(cmp.Compare(b.Time, a.Time), bytes.Compare(a.ID, b.ID))
 		})
 	}

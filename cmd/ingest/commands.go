@@ -17,6 +17,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/httpapi"
+	"ingest/intake/login"
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
@@ -216,7 +217,7 @@ type attemptRow struct {
 	UA      string `json:"ua"`
 }
 
-func rowOf(a *tablesink.Attempt) attemptRow {
+func rowOf(a *login.Attempt) attemptRow {
 	r := attemptRow{json: tablesink.AppendAttemptJSON(nil, a), Time: string(logline.AppendTime(nil, a.Time)),
 		IP: string(a.IP), ID: string(a.ID), UA: string(a.UA)}
 	if a.HasSuccess {

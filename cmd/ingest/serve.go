@@ -17,6 +17,7 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
+	"ingest/intake/group"
 	"ingest/query"
 	"ingest/tablesink"
 )
@@ -34,6 +35,8 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 	addGroup(fs, groupTables, tcfg.RegisterFlags)
 	hcfg := httpapi.DefaultConfig()
 	addGroup(fs, groupHTTP, hcfg.RegisterFlags)
+	gcfg := group.DefaultConfig()
+	addGroup(fs, groupIntake, gcfg.RegisterFlags)
 	qcfg := query.DefaultConfig()
 	addGroup(fs, groupQuery, qcfg.RegisterFlags)
 	cfg := defaultServeConfig()
@@ -42,7 +45,7 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		}
-		for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
+		for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &gcfg, &qcfg, &cfg} {
 			if err := v.Validate(); err != nil {
 				return err
 			}
@@ -65,7 +68,7 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		if err != nil {
 			return err
 		}
-		srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
+		srv, err := newServer(hcfg, gcfg, qcfg, p, localToken, reg, log)
 		if err != nil {
 			return err
 		}

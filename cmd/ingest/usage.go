@@ -20,6 +20,7 @@ import (
 const (
 	groupServer   = "server"
 	groupHTTP     = "httpapi"
+	groupIntake   = "group"
 	groupBuffer   = "buffer"
 	groupBlobs    = "blobsink"
 	groupTables   = "tablesink"
@@ -41,6 +42,7 @@ var groupTitles = []struct{ id, title string }{
 	{"", "Flags"},
 	{groupServer, "Server"},
 	{groupHTTP, "HTTP"},
+	{groupIntake, "Intake limits"},
 	{groupBuffer, "Buffer, write-ahead log, acknowledgement"},
 	{groupBlobs, "Blobs"},
 	{groupTables, "Login tables and stats"},
