@@ -93,7 +93,7 @@ func (a *abuser) stallUploads(n int) {
 		c, err := net.Dial("tcp", a.addr)
 		check(err)
 		a.keep(c)
-		fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", 16<<20)
+		fmt.Fprintf(c, "POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", 16<<20)
 		c.Write(filler)
 	}
 }
@@ -111,7 +111,7 @@ func (a *abuser) slowloris(n, ips int) {
 		a.lorisOpen.Add(1)
 		go func() {
 			defer a.lorisOpen.Add(-1)
-			io.WriteString(c, "POST /v1/logs HTTP/1.1\r\nHost: ingest\r\n")
+			io.WriteString(c, "POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 			for {
 				select {
 				case <-a.stop:
@@ -203,7 +203,7 @@ func (r clientResult) print() {
 }
 
 // floodRequest is a request line and 1 MiB of headers.
-var floodRequest = append([]byte("POST /v1/logs HTTP/1.1\r\nHost: ingest\r\n"),
+var floodRequest = append([]byte("POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
 	bytes.Repeat([]byte("X-Flood: "+strings.Repeat("a", 100)+"\r\n"), (1<<20)/111)...)
 
 // flood sends headers past any sane limit and returns the server's status
