@@ -3,9 +3,12 @@
 //
 //	{service}/{YYYY}/{MM}/{DD}/{hh}00/{NNNNNN}.log
 //
-// A writer claims the next NNNNNN of an hour prefix with a conditional create
+// A writer claims an NNNNNN of an hour prefix with a conditional create
 // (If-None-Match: * on Azure, O_EXCL on files), so any number of instances
-// write the same service and hour without colliding. Each flush sends the blob's metadata
+// write the same service and hour without colliding; once it has met
+// another writer it claims at random past the highest number, so that a
+// fleet's first flushes of an hour do not queue up on the same numbers
+// (claim.go: numbers have gaps). Each flush sends the blob's metadata
 // (LogVersion, StartTime, EndTime, LogType, EventCount, and Lateness: how
 // late an event can be stored, see Meta.Late) as it will be once
 // the flush's blocks have landed, then appends blocks of at most

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,10 @@ type Sink struct {
 
 	mu      sync.Mutex
 	writers map[string]*writer // by key; a key's flushes never overlap
+
+	// contended is set once a claim found a number taken: the sink shares
+	// the account with other writers (claim.go).
+	contended atomic.Bool
 
 	zenc *zstd.Encoder
 }

@@ -69,5 +69,5 @@ func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot list blobs under %s/: %w", key, err)
 	}
-	return s.claim(ctx, key, high+1)
+	return s.claim(ctx, key, s.firstSeq(high))
 }
