@@ -105,14 +105,14 @@ func (s *Sink) write(ctx context.Context, key string, in *intent, ws []*writer, 
 		w := ws[ic.Blob]
 		if i == 0 || in.Chunks[i-1].Blob != ic.Blob {
 			if err := s.widenMeta(ctx, w, in.Chunks[i:], ic.Blob, chunks[i:]); err != nil {
-				s.setWriter(key, ws, ic.Blob)
+				s.setWriter(ctx, key, ws, ic.Blob)
 				return stored, err
 			}
 		}
 		if err := s.append(ctx, w, ic.Offset, c.encoded, c.size); err != nil {
 			// Metadata of what did land is brought up to date on the next
 			// flush or by recovery, so queries never skip these blocks.
-			s.setWriter(key, ws, ic.Blob)
+			s.setWriter(ctx, key, ws, ic.Blob)
 			return stored, err
 		}
 		w.appended(c.size, c.meta)
@@ -125,13 +125,13 @@ func (s *Sink) write(ctx context.Context, key string, in *intent, ws []*writer, 
 		if !w.open() && i+1 < len(chunks) {
 			// Our block landed, then another writer appended after it: the
 			// rest goes to a new blob at the next flush.
-			s.setWriter(key, ws, ic.Blob)
+			s.setWriter(ctx, key, ws, ic.Blob)
 			return stored, fmt.Errorf("cannot append to blob %s: %s; the next flush claims a new blob", w.name, w.why)
 		}
 		if last && i+1 < len(chunks) {
 			w.retire() // full: the flush goes on in the next blob
 		}
 	}
-	s.setWriter(key, ws, len(ws)-1)
+	s.setWriter(ctx, key, ws, len(ws)-1)
 	return stored, nil
 }

@@ -97,7 +97,7 @@ func runServe(args []string) error {
 // packages it wires together.
 type serveConfig struct {
 	LogLevel        string
-	ShutdownTimeout time.Duration // to flush every buffer at shutdown
+	ShutdownTimeout time.Duration // bounds the whole exit, flushes included
 	StatsInterval   time.Duration // between merges of the counters into the stats table
 }
 
@@ -110,7 +110,7 @@ func defaultServeConfig() serveConfig {
 // their defaults.
 func (c *serveConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for the whole exit on SIGTERM, flushes included: flushes still running then are cancelled, what is not stored stays in the WAL (exit code 1)")
 	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often the per-service counters are merged into the stats table")
 }
 
@@ -163,7 +163,7 @@ func shutdown(srv *httpapi.Server, buf *buffer.Buffer, counters *tablesink.Count
 		log.Warn("cannot close HTTP connections cleanly", "err", err)
 	}
 	if flushErr != nil {
-		log.Error("shutdown incomplete", "err", flushErr)
+		log.Error("shutdown incomplete: what is not stored stays in the write-ahead log, and the next start on this --data-dir, or ingest drain, stores it exactly once", "err", flushErr)
 		return flushErr
 	}
 	log.Info("shutdown complete: every buffer is flushed")
