@@ -32,7 +32,10 @@
 // The contract with the buffer (Sink implements its Flusher): Flush
 // journals its intent, then either stores all of data and returns its
 // length, or returns an error with the bytes stored so far; Landed tells,
-// after a crash, how many bytes of a journaled intent are in storage. The
+// after a crash, how many bytes of a journaled intent are in storage.
+// Before a flush succeeds, and when Landed resolves one, the sink's Counter
+// (the stats table) is told what each blob it wrote holds, so the counts
+// follow the blobs exactly once (count.go). The
 // append-position condition keeps a retried block from landing twice, and
 // the per-block CRC-32C keeps another writer's bytes from counting as ours.
 //
@@ -47,5 +50,6 @@
 // number), writers.go (a key's current writer, idle eviction), writer.go
 // (a writer's life cycle), widen.go (metadata before and after appending),
 // append.go (one conditional append and resolving its lost answer),
-// recover.go (finishing a crashed flush), metrics.go.
+// recover.go (finishing a crashed flush), count.go (telling the Counter),
+// metrics.go.
 package blobsink

@@ -29,6 +29,9 @@ type Sink struct {
 	// the account with other writers (claim.go).
 	contended atomic.Bool
 
+	counter   Counter              // told what blobs hold (count.go); may be nil
+	uncounted map[string][]*writer // by key: blobs the counter could not be told; under mu
+
 	zenc *zstd.Encoder
 }
 
@@ -41,7 +44,7 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sink{store: store, cfg: cfg, log: log, writers: map[string]*writer{}, met: newSinkMetrics(reg)}
+	s := &Sink{store: store, cfg: cfg, log: log, writers: map[string]*writer{}, uncounted: map[string][]*writer{}, met: newSinkMetrics(reg)}
 	if cfg.Compression == CompressZstd {
 		// EncodeAll with one shared encoder is safe for concurrent use and
 		// deterministic, which retries rely on (see Flush).
@@ -66,7 +69,17 @@ func (s *Sink) TakesSums() bool { return s.cfg.Compression == CompressNone }
 // metadata takes it instead of reading the piece's lines (nil lines: read
 // them all). sums[i], when not 0, is data[i]'s CRC-32C: a block that is
 // that piece alone takes it instead of reading the piece again.
+//
+// A flush whose blobs could not be counted (see Counter) fails with every
+// byte stored; the retry (with nothing left to store) counts them before
+// anything else.
 func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+	if err := s.countPending(ctx, key); err != nil {
+		return 0, err
+	}
+	if len(data) == 0 {
+		return 0, nil
+	}
 	chunks, err := s.encode(data, lines, sums)
 	if err != nil {
 		return 0, err
@@ -87,11 +100,11 @@ func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []log
 		return 0, fmt.Errorf("cannot journal the flush intent: %w", err)
 	}
 	stored, err := s.write(ctx, key, &in, ws, chunks)
-	if err != nil {
-		return stored, err
-	}
 	s.met.appended.Add(float64(stored))
-	return stored, nil
+	if cerr := s.countWriters(ctx, key, ws); err == nil {
+		err = cerr
+	}
+	return stored, err
 }
 
 // write appends the planned chunks in order, widening each blob's metadata

@@ -259,7 +259,6 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	}
 	if b.wal == nil {
 		b.insert(batch, b.memLSN.Add(1))
-		b.observe(batch)
 		return nil
 	}
 	rec, _ := b.records.Get().(*batchRecord)
@@ -276,7 +275,6 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		}
 		return b.walFailed(err)
 	}
-	b.observe(batch)
 	if b.cfg.Ack == AckFlush {
 		return b.waitFlushed(ctx, batch, lsn)
 	}

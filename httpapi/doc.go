@@ -21,14 +21,13 @@
 // (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive
 // rather than for what Content-Length declares, decompressed under --max-decompressed-bytes,
 // parsed line by line (a bad line is reported with its number and skipped),
-// encoded straight into the batch's per-key line buffers (a log group also
-// tallies its events per level, for the stats counters that observe the
-// buffer's logs stream), and added to the buffer, which answers when the
+// encoded straight into the batch's per-key line buffers, and added to the
+// buffer, which answers when the
 // batch is as safe as --ack says. Errors are *httperr.Error values carrying
 // their HTTP status (and Retry-After) to one place, writeError; any other
 // error is a 500.
 //
 // The server takes what it serves from as small interfaces of its own
 // (Deps: Buffer, Logins, Stats, query.Store), which *buffer.Buffer,
-// *tablesink.Sink, *tablesink.Counters and the blob stores satisfy.
+// *tablesink.Sink, *stats.Table and the blob stores satisfy.
 package httpapi

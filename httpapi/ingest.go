@@ -192,8 +192,8 @@ func (s *Server) addBatch(batch *buffer.Batch) error {
 	return s.deps.Buffer.Add(c, batch)
 }
 
-// accepted counts an accepted batch (metrics; the stats counters observe
-// the buffer's logs stream) and shows its log events to live tails.
+// accepted counts an accepted batch (metrics) and shows its log events to
+// live tails.
 func (s *Server) accepted(st *reqState, res *intake.Result, logins bool) {
 	s.met.eventsAccepted.Add(float64(res.Accepted))
 	if !logins {
@@ -331,7 +331,6 @@ func (s *Server) addEvent(st *reqState, e *logline.Event) {
 	e.ServiceToken = true
 	g.Data = st.enc.AppendLine(g.Data, e)
 	g.Events++
-	g.Tally[e.Level]++           // for the stats counters, the stream's observer
 	g.Lines.Add(e.Time, e.Level) // the blob's metadata, without reading the lines back
 }
 

@@ -20,6 +20,7 @@ import (
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/tablesink"
 )
 
@@ -243,7 +244,7 @@ func runStats(args []string) error {
 		}
 	}
 	ctx := context.Background()
-	var hours [24]tablesink.HourStats
+	var hours [24]stats.HourStats
 	if srv, ok, err := beside(scfg); err != nil {
 		return err
 	} else if ok {
@@ -256,7 +257,7 @@ func runStats(args []string) error {
 			return err
 		}
 		defer be.close()
-		if hours, err = tablesink.ReadStats(ctx, be.tables, service, d); err != nil {
+		if hours, err = stats.Read(ctx, be.tables, service, d); err != nil {
 			return err
 		}
 	}

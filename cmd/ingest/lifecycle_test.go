@@ -276,7 +276,7 @@ func TestRaceBinaryUnderMixedLoad(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := startBinary(t, bin, 0, dir, "--flush-interval", "100ms", "--flush-bytes", "256KiB", "--blob-max-bytes", "1MiB",
-		"--wal-segment-bytes", "1MiB", "--stats-interval", "1s")
+		"--wal-segment-bytes", "1MiB")
 	cfg := loadtest.DefaultConfig()
 	cfg.Target = s.url
 	cfg.Quiet = true

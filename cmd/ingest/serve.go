@@ -18,6 +18,7 @@ import (
 	"ingest/buffer"
 	"ingest/httpapi"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/tablesink"
 )
 
@@ -33,6 +34,8 @@ func runServe(args []string) error {
 	sinkCfg.RegisterFlags(fs)
 	tcfg := tablesink.DefaultConfig()
 	tcfg.RegisterFlags(fs)
+	stcfg := stats.DefaultConfig()
+	stcfg.RegisterFlags(fs)
 	hcfg := httpapi.DefaultConfig()
 	hcfg.RegisterFlags(fs)
 	qcfg := query.DefaultConfig()
@@ -45,7 +48,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &stcfg, &hcfg, &qcfg, &cfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -59,7 +62,7 @@ func runServe(args []string) error {
 	defer stop()
 
 	reg := newRegistry()
-	p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg}, reg, log)
+	p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg, stats: stcfg}, reg, log)
 	if err != nil {
 		return err
 	}
@@ -78,7 +81,7 @@ func runServe(args []string) error {
 	}
 	defer removeRunFile()
 	defer reloadOnHangup(srv, &hcfg, log)()
-	stopBG := p.runBackground(cfg.StatsInterval)
+	stopBG := p.runBackground()
 	defer stopBG()
 
 	serveErr := make(chan error, 1)
@@ -90,7 +93,7 @@ func runServe(args []string) error {
 		return fmt.Errorf("cannot serve HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
+	return shutdown(srv, p.buf, stopBG, cfg.ShutdownTimeout, log)
 }
 
 // serveConfig holds the server's own settings, beside those of the
@@ -98,12 +101,11 @@ func runServe(args []string) error {
 type serveConfig struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration // bounds the whole exit, flushes included
-	StatsInterval   time.Duration // between merges of the counters into the stats table
 }
 
 // defaultServeConfig returns the settings the flags default to.
 func defaultServeConfig() serveConfig {
-	return serveConfig{LogLevel: "info", ShutdownTimeout: 30 * time.Second, StatsInterval: 10 * time.Second}
+	return serveConfig{LogLevel: "info", ShutdownTimeout: 30 * time.Second}
 }
 
 // RegisterFlags adds the server's own flags to fs, with c's values as
@@ -111,7 +113,10 @@ func defaultServeConfig() serveConfig {
 func (c *serveConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for the whole exit on SIGTERM, flushes included: flushes still running then are cancelled, what is not stored stays in the WAL (exit code 1)")
-	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often the per-service counters are merged into the stats table")
+	// Counts are written with each flush now; the flag stays so that
+	// configurations that set it still start.
+	fs.Duration("stats-interval", 10*time.Second, "not used: event counts are written with each flush")
+	_ = fs.MarkDeprecated("stats-interval", "event counts are written with each flush; remove it")
 }
 
 // Validate checks the log level. It changes nothing.
@@ -147,18 +152,16 @@ func setMemoryLimit(budgets int64, log *slog.Logger) {
 	log.Debug("soft memory limit set", "bytes", limit)
 }
 
-// shutdown stops in order: refuse new work (503), let requests in progress
-// finish, flush every buffer, flush the counters, close the listener.
-func shutdown(srv *httpapi.Server, buf *buffer.Buffer, counters *tablesink.Counters, stopBG func(), timeout time.Duration, log *slog.Logger) error {
+// shutdown stops in order, within timeout: refuse new work (503), let
+// requests in progress finish, flush every buffer (each flush counts its
+// events into the stats table), close the listener.
+func shutdown(srv *httpapi.Server, buf *buffer.Buffer, stopBG func(), timeout time.Duration, log *slog.Logger) error {
 	log.Info("shutting down: refusing new requests, flushing buffers", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	srv.Drain(ctx)
 	flushErr := buf.Close(ctx)
 	stopBG()
-	if err := counters.Flush(ctx); err != nil {
-		log.Warn("cannot flush the stats counters", "err", err)
-	}
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("cannot close HTTP connections cleanly", "err", err)
 	}
