@@ -15,6 +15,7 @@
 //	ingest --version            the version and the commit it was built from
 //	ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]
 //	ingest tail --service S [--level L] [--q TEXT] [--server URL]
+//	ingest drain --data-dir DIR [--storage CONN] [--timeout D]
 //
 // Every flag also reads INGEST_<FLAG> from the environment and a key of the
 // same name from the YAML file of --config; the command line wins over the
@@ -23,8 +24,8 @@
 // serve.go runs the server as named steps; pipeline.go opens what it serves
 // from in request order (storage, the sinks and counters, the buffer's
 // stream registry wiring them); backend.go opens storage for every command;
-// commands.go, tail.go, healthcheck.go and version.go are the other
-// commands; runfile.go records a running server for the commands beside it.
+// commands.go, tail.go, drain.go, healthcheck.go and version.go are the
+// other commands; runfile.go records a running server for the commands beside it.
 package main
 
 import (
@@ -56,6 +57,7 @@ func init() {
 		{"loadtest", "ingest loadtest [flags]", "the load generator", runLoadtest},
 		{"healthcheck", "ingest healthcheck [--listen ADDR] [--path /healthz|/readyz]", "exit 0 when a running server answers 200 (for container health checks)", runHealthcheck},
 		{"tail", tailUsage, "follow a running server's live tail (NDJSON)", runTail},
+		{"drain", drainUsage, "store what a data directory's write-ahead log holds, then exit (no server)", runDrain},
 	}
 }
 
@@ -80,7 +82,12 @@ func main() {
 					return
 				}
 				fmt.Fprintf(os.Stderr, "ingest %s: %v\n", name, err)
-				os.Exit(1)
+				code := 1
+				var ee *exitError
+				if errors.As(err, &ee) {
+					code = ee.code
+				}
+				os.Exit(code)
 			}
 			return
 		}

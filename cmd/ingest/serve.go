@@ -57,6 +57,11 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	release, err := lockDataDir(scfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
