@@ -49,6 +49,10 @@ type Config struct {
 	// (the batches each actually took).
 	Replicas    int
 	HotUserRate float64 // the servers' --hot-user-rate (attempts/s per user, across the instances); 0 = the shard package default
+	// BeforeVerify, when set, is called once the load is sent and before
+	// the read-back (no flag): a harness breaking the servers finishes
+	// there what must be done before everything can be read (a drain).
+	BeforeVerify func()
 }
 
 // DefaultConfig returns the settings the flags default to.

@@ -218,6 +218,9 @@ func (r *runner) verifyInto(ctx context.Context, rep *Report, end time.Time) {
 		rep.VerifyErr = "skipped: the run was interrupted"
 		return
 	}
+	if r.cfg.BeforeVerify != nil {
+		r.cfg.BeforeVerify()
+	}
 	v, err := r.verify(ctx, end)
 	rep.Verify = v
 	if err != nil {

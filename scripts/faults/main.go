@@ -11,6 +11,14 @@
 //	outage  Azurite stopped (SIGSTOP: blob and table service) for --outage
 //	        (30 s) under steady load: lost, duplicated, longest answer, peak
 //	        RSS against the memory budget, time to drain the backlog.
+//	fleet   4 instances on one Azurite behind the load generator's
+//	        round-robin, logs and login attempts (3,000 events/s, and one
+//	        user attacked at 1,000 attempts/s) for 20 s: one stopped for
+//	        good, one killed and restarted, one killed and its directory
+//	        drained with ingest drain, then Azurite frozen for 10 s. Read back through the survivor: lost, duplicated,
+//	        blobs holding two instances' events, the hottest
+//	        partition-second, the stats table against the blobs
+//	        (internal/fleetrun).
 //	soak    --minutes (30) at half the measured capacity, printing RSS
 //	        (anonymous, and file-backed apart), goroutines, open files, WAL
 //	        bytes and the server's p99 every 10 s, and whether they stayed
@@ -43,6 +51,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/internal/azurite"
+	"ingest/internal/fleetrun"
 	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 	"ingest/query"
@@ -66,7 +75,7 @@ var serverLogLevel = "warn"
 func main() {
 	var o options
 	pflag.BoolVar(&o.quick, "quick", false, "the short variant: 3 kill cycles, a 10 s outage, a 2-minute soak")
-	only := pflag.String("only", "kill9,outage,soak", "which runs, comma separated: kill9, outage, soak")
+	only := pflag.String("only", "kill9,outage,fleet,soak", "which runs, comma separated: kill9, outage, fleet, soak")
 	pflag.IntVar(&o.cycles, "cycles", 10, "kill -9 cycles per configuration")
 	pflag.DurationVar(&o.outage, "outage", 30*time.Second, "how long Azurite is stopped")
 	pflag.Float64Var(&o.minutes, "minutes", 30, "soak length in minutes")
@@ -89,8 +98,8 @@ func main() {
 	o.only = strings.Split(*only, ",")
 	o.configs = strings.Split(*configs, ",")
 	for _, r := range o.only {
-		if r != "kill9" && r != "outage" && r != "soak" {
-			fail(fmt.Errorf("cannot run %q: --only takes kill9, outage and soak", r))
+		if r != "kill9" && r != "outage" && r != "fleet" && r != "soak" {
+			fail(fmt.Errorf("cannot run %q: --only takes kill9, outage, fleet and soak", r))
 		}
 	}
 
@@ -111,6 +120,9 @@ func main() {
 	}
 	if slices.Contains(o.only, "outage") {
 		ok = runOutage(bin, dir, o) && ok
+	}
+	if slices.Contains(o.only, "fleet") {
+		ok = runFleet(bin, dir, o) && ok
 	}
 	if slices.Contains(o.only, "soak") {
 		ok = runSoak(bin, dir, o) && ok
@@ -356,6 +368,34 @@ func runOutage(bin, dir string, o options) bool {
 		good = false
 	}
 	return good
+}
+
+// runFleet runs four instances on one Azurite through the fleet's faults
+// (internal/fleetrun) and prints what reading back found.
+func runFleet(bin, dir string, o options) bool {
+	// Four servers, Azurite and the load generator share the machine: a
+	// lighter load than the single server's runs.
+	const load, freeze, rate, attack = 20 * time.Second, 10 * time.Second, 3000, 1000
+	fmt.Printf("\n== fleet: %d instances on one Azurite, round-robin, %d events/s (20%% login attempts) + %d attempts/s on one user for %v; Azurite frozen %v ==\n",
+		fleetrun.Instances, rate, attack, load, freeze)
+	az, err := azurite.Start()
+	check(err)
+	defer az.Stop()
+	fleetDir := filepath.Join(dir, "fleet")
+	check(os.MkdirAll(fleetDir, 0o755))
+	res, err := fleetrun.Run(context.Background(), fleetrun.Config{Bin: bin, Dir: fleetDir, Azurite: az, Load: load, Freeze: freeze,
+		Rate: rate, Attack: attack, Log: os.Stdout})
+	if err != nil {
+		fmt.Printf("  FLEET RUN FAILED: %v\n", err)
+		return false
+	}
+	res.Print(os.Stdout)
+	fmt.Printf("  answers: %s\n", statusSummary(res.Report.Status))
+	if !res.OK() {
+		fmt.Println("  FLEET RUN BROKE A PROMISE")
+		return false
+	}
+	return true
 }
 
 // runSoak runs at half the measured capacity and samples the server every
