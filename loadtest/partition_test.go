@@ -108,21 +108,28 @@ func TestDefaultSchemes(t *testing.T) {
 // the naive key concentrates each second in one partition.
 func TestHashedSchemeSaltsAttack(t *testing.T) {
 	const secs, rate = 5, 8000
-	pr := partitionReport(defaultSchemes(0, 0, 1), secs, func(fn func(*attempt)) {
-		var at attempt
-		base := int64(1_767_225_600) * 1e9
-		for i := range secs * rate {
-			at.user = append(at.user[:0], "victim"...)
-			at.id = appendPadded(at.id[:0], uint64(i), 12)
-			at.unixNano = base + int64(i)*1e9/rate
-			fn(&at)
-		}
-	})
+	pr := partitionReport(defaultSchemes(0, 0, 1), secs, attack(secs, rate, 1))
 	hashed, naive := pr.Schemes[0], pr.Schemes[1]
 	if hashed.Partitions < 2 || hashed.PeakRate >= rate/2 {
 		t.Errorf("hashed: %d partitions, busiest second %g: the attack was not salted", hashed.Partitions, hashed.PeakRate)
 	}
 	if naive.Partitions != secs || naive.PeakRate != rate {
 		t.Errorf("naive: %d partitions, busiest second %g; want %d and %d", naive.Partitions, naive.PeakRate, secs, rate)
+	}
+}
+
+// attack feeds one user's attempts at rate per second for secs seconds,
+// spread in turn over replicas instances.
+func attack(secs, rate, replicas int) func(func(*attempt)) {
+	return func(fn func(*attempt)) {
+		var at attempt
+		base := int64(1_767_225_600) * 1e9
+		for i := range secs * rate {
+			at.user = append(at.user[:0], "victim"...)
+			at.id = appendPadded(at.id[:0], uint64(i), 12)
+			at.unixNano = base + int64(i)*1e9/int64(rate)
+			at.replica = i % replicas
+			fn(&at)
+		}
 	}
 }

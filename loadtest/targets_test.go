@@ -100,17 +100,7 @@ func TestRunAcrossTargets(t *testing.T) {
 // per-instance rule) it is never salted and one partition takes it all.
 func TestHashedSchemeModelsReplicas(t *testing.T) {
 	const secs, rate, replicas = 5, 2700, 6
-	feed := func(fn func(*attempt)) {
-		var at attempt
-		base := int64(1_767_225_600) * 1e9
-		for i := range secs * rate {
-			at.user = append(at.user[:0], "victim"...)
-			at.id = appendPadded(at.id[:0], uint64(i), 12)
-			at.unixNano = base + int64(i)*1e9/rate
-			at.replica = i % replicas
-			fn(&at)
-		}
-	}
+	feed := attack(secs, rate, replicas)
 	shared := partitionReport(defaultSchemes(0, 500, replicas), secs, feed).Schemes[0]
 	if shared.Partitions < 2 || shared.PeakRate >= AzurePartitionTarget {
 		t.Errorf("rate shared by %d instances: %d partitions, busiest second %g; want salted under %d", replicas, shared.Partitions, shared.PeakRate, AzurePartitionTarget)

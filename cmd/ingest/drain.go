@@ -12,11 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/internal/dirlock"
-	"ingest/stats"
-	"ingest/tablesink"
 )
 
 const drainUsage = "ingest drain --data-dir DIR [--storage CONN] [--timeout D] [flags]"
@@ -29,15 +26,7 @@ const drainUsage = "ingest drain --data-dir DIR [--storage CONN] [--timeout D] [
 // configuration file serves both.
 func runDrain(args []string) error {
 	fs := pflag.NewFlagSet("drain", pflag.ContinueOnError)
-	scfg := storageFlags(fs)
-	bcfg := buffer.DefaultConfig()
-	bcfg.RegisterFlags(fs)
-	sinkCfg := blobsink.DefaultConfig()
-	sinkCfg.RegisterFlags(fs)
-	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
-	stcfg := stats.DefaultConfig()
-	stcfg.RegisterFlags(fs)
+	scfg, sinks := pipelineFlags(fs)
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long (0: no limit); what is not stored by then stays in the write-ahead log for the next drain or start")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := parse(fs, drainUsage, args); err != nil {
@@ -46,11 +35,9 @@ func runDrain(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	bcfg.Ack = buffer.AckWAL // whatever serve acknowledged with, the log is what is drained
-	for _, v := range []interface{ Validate() error }{&bcfg, &sinkCfg, &tcfg, &stcfg} {
-		if err := v.Validate(); err != nil {
-			return err
-		}
+	sinks.buffer.Ack = buffer.AckWAL // whatever serve acknowledged with, the log is what is drained
+	if err := sinks.Validate(); err != nil {
+		return err
 	}
 	log, err := newLogger(*level)
 	if err != nil {
@@ -67,7 +54,7 @@ func runDrain(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return drain(ctx, scfg.DataDir, func(ctx context.Context) (*pipeline, error) {
-		return openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg, stats: stcfg}, newRegistry(), log)
+		return openPipeline(ctx, scfg, *sinks, newRegistry(), log)
 	}, *timeout, log)
 }
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"ingest/internal/azurite"
 	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 )
@@ -130,12 +129,7 @@ func TestSIGTERMWithRequestInFlight(t *testing.T) {
 // 1), and the next start replays the WAL so that every acknowledged event
 // is stored exactly once.
 func TestStorageDownReadyzAndShutdownTimeout(t *testing.T) {
-	azurite.Shared(t)          // skip without Azurite (fail under CI)
-	az, err := azurite.Start() // of its own: pausing the shared one would stall other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(az.Stop)
+	az, pause := pausedAzurite(t)
 	dir := t.TempDir()
 	args := []string{"--storage", az.ConnString(), "--container", "down", "--flush-interval", "50ms",
 		"--storage-try-timeout", "1s", "--shutdown-timeout", "2s"}
@@ -148,19 +142,7 @@ func TestStorageDownReadyzAndShutdownTimeout(t *testing.T) {
 	}
 	s.waitDrained()
 
-	if err := az.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	paused := true
-	resume := func() {
-		if paused {
-			paused = false
-			if err := az.Resume(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume) // before az.Stop
+	resume := pause()
 	if got := s.waitStatus("/readyz", 503, 30*time.Second); !strings.Contains(got, "storage unreachable") {
 		t.Fatalf("/readyz with storage paused = %q, want it to name storage", got)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
 	"ingest/buffer"
@@ -43,6 +44,30 @@ type sinkConfigs struct {
 	blobs  blobsink.Config
 	tables tablesink.Config
 	stats  stats.Config
+}
+
+// pipelineFlags registers the storage flags and the pipeline's parts'
+// flags (the commands that open a pipeline, serve and drain, take the
+// same), with their defaults.
+func pipelineFlags(fs *pflag.FlagSet) (*storage.Config, *sinkConfigs) {
+	scfg := storageFlags(fs)
+	c := &sinkConfigs{buffer: buffer.DefaultConfig(), blobs: blobsink.DefaultConfig(), tables: tablesink.DefaultConfig(), stats: stats.DefaultConfig()}
+	c.buffer.RegisterFlags(fs)
+	c.blobs.RegisterFlags(fs)
+	c.tables.RegisterFlags(fs)
+	c.stats.RegisterFlags(fs)
+	return scfg, c
+}
+
+// Validate checks the parts' settings (the storage settings are checked
+// when the backend opens).
+func (c *sinkConfigs) Validate() error {
+	for _, v := range []interface{ Validate() error }{&c.buffer, &c.blobs, &c.tables, &c.stats} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newRegistry returns the metrics registry, with the Go runtime's and the

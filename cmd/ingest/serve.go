@@ -14,12 +14,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
 	"ingest/query"
-	"ingest/stats"
-	"ingest/tablesink"
 )
 
 // runServe runs the server: read and check the flags, open the pipeline
@@ -27,15 +24,7 @@ import (
 // SIGTERM, then shut down in order.
 func runServe(args []string) error {
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	scfg := storageFlags(fs)
-	bcfg := buffer.DefaultConfig()
-	bcfg.RegisterFlags(fs)
-	sinkCfg := blobsink.DefaultConfig()
-	sinkCfg.RegisterFlags(fs)
-	tcfg := tablesink.DefaultConfig()
-	tcfg.RegisterFlags(fs)
-	stcfg := stats.DefaultConfig()
-	stcfg.RegisterFlags(fs)
+	scfg, sinks := pipelineFlags(fs)
 	hcfg := httpapi.DefaultConfig()
 	hcfg.RegisterFlags(fs)
 	qcfg := query.DefaultConfig()
@@ -48,7 +37,7 @@ func runServe(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &stcfg, &hcfg, &qcfg, &cfg} {
+	for _, v := range []interface{ Validate() error }{scfg, sinks, &hcfg, &qcfg, &cfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -62,12 +51,12 @@ func runServe(args []string) error {
 		return err
 	}
 	defer release()
-	setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
+	setMemoryLimit(sinks.buffer.BufferBytes+hcfg.MaxInflightBytes, log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	reg := newRegistry()
-	p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg, stats: stcfg}, reg, log)
+	p, err := openPipeline(ctx, scfg, *sinks, reg, log)
 	if err != nil {
 		return err
 	}
@@ -91,8 +80,8 @@ func runServe(args []string) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
-	log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
-		"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
+	log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", sinks.buffer.Ack,
+		"flush_interval", sinks.buffer.FlushInterval, "flush_bytes", sinks.buffer.FlushBytes, "buffer_bytes", sinks.buffer.BufferBytes)
 	select {
 	case err := <-serveErr:
 		return fmt.Errorf("cannot serve HTTP: %w", err)

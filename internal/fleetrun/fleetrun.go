@@ -174,13 +174,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// loadConfig is the run's load: logs and login attempts in turn over the
-// targets, gzip, read back at the end.
-func loadConfig(targets string, cfg Config) loadtest.Config {
+// LoadConfig is the fault runs' load (this one's and the fault suite's):
+// logs and login attempts (a fifth), open loop at rate events/s for d,
+// gzip, read back at the end.
+func LoadConfig(target string, rate float64, d time.Duration) loadtest.Config {
 	lc := loadtest.DefaultConfig()
-	lc.Target = targets
-	lc.Rate = cfg.Rate
-	lc.Duration = cfg.Load
+	lc.Target = target
+	lc.Rate = rate
+	lc.Duration = d
 	lc.Concurrency = 8
 	lc.Batch = 200
 	lc.LoginsRatio = 0.2
@@ -188,6 +189,12 @@ func loadConfig(targets string, cfg Config) loadtest.Config {
 	lc.Encoding = "gzip"
 	lc.Verify = true
 	lc.Quiet = true
+	return lc
+}
+
+// loadConfig is the run's load over the targets, with the attacked user.
+func loadConfig(targets string, cfg Config) loadtest.Config {
+	lc := LoadConfig(targets, cfg.Rate, cfg.Load)
 	if cfg.Attack > 0 {
 		lc.AttackUser, lc.AttackRate = "victim", cfg.Attack
 	}

@@ -176,23 +176,6 @@ func (s *server) stop() bool {
 	return true
 }
 
-// loadConfig is the load of the kill -9 and outage runs: logs and login
-// attempts, open loop, gzip, read back at the end.
-func loadConfig(target string, rate float64, d time.Duration) loadtest.Config {
-	cfg := loadtest.DefaultConfig()
-	cfg.Target = target
-	cfg.Rate = rate
-	cfg.Duration = d
-	cfg.Concurrency = 8
-	cfg.Batch = 200
-	cfg.LoginsRatio = 0.2
-	cfg.Users = 2000
-	cfg.Encoding = "gzip"
-	cfg.Verify = true
-	cfg.Quiet = true
-	return cfg
-}
-
 // verdict prints the verification line of a run and says whether it holds.
 func verdict(rep *loadtest.Report) (ok bool, v *loadtest.VerifyReport) {
 	v = rep.Verify
@@ -265,7 +248,7 @@ func runKill9(bin, dir string, o options) bool {
 			}
 			done := make(chan *loadtest.Report, 1)
 			go func() {
-				rep, err := loadtest.Run(context.Background(), loadConfig(s.url(), o.rate, d), io.Discard)
+				rep, err := loadtest.Run(context.Background(), fleetrun.LoadConfig(s.url(), o.rate, d), io.Discard)
 				check(err)
 				done <- rep
 			}()
@@ -309,7 +292,7 @@ func runOutage(bin, dir string, o options) bool {
 	}
 	done := make(chan *loadtest.Report, 1)
 	go func() {
-		rep, err := loadtest.Run(context.Background(), loadConfig(s.url(), o.rate, pre+o.outage+post), io.Discard)
+		rep, err := loadtest.Run(context.Background(), fleetrun.LoadConfig(s.url(), o.rate, pre+o.outage+post), io.Discard)
 		check(err)
 		done <- rep
 	}()
@@ -406,7 +389,7 @@ func runSoak(bin, dir string, o options) bool {
 	s := newServer(bin, dir, "soak", "--flush-interval", "2s")
 	s.start()
 	rate := halfCapacity(s)
-	cfg := loadConfig(s.url(), rate, d)
+	cfg := fleetrun.LoadConfig(s.url(), rate, d)
 	cfg.LoginsRatio = 0.1
 	cfg.Batch = 500
 	done := make(chan *loadtest.Report, 1)
