@@ -3,23 +3,33 @@ package main
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"ingest/internal/azurite"
 )
 
-// pausedAzurite starts an Azurite of the test's own (pausing the shared one
-// would stall other tests) and returns it with a function that pauses it
+// pausable is an Azurite apart from the shared one, for the tests that
+// freeze it (pausing the shared one would stall other tests' servers);
+// they run one at a time and each uses containers of its own. TestMain
+// stops it.
+var pausable struct {
+	once sync.Once
+	az   *azurite.Server
+	err  error
+}
+
+// pausedAzurite returns the pausable Azurite with a function that pauses it
 // until the returned resume is called (or the test ends).
 func pausedAzurite(t *testing.T) (az *azurite.Server, pause func() (resume func())) {
 	t.Helper()
 	azurite.Shared(t) // skip without Azurite (fail under CI)
-	az, err := azurite.Start()
-	if err != nil {
-		t.Fatal(err)
+	pausable.once.Do(func() { pausable.az, pausable.err = azurite.Start() })
+	if pausable.err != nil {
+		t.Fatal(pausable.err)
 	}
-	t.Cleanup(az.Stop)
+	az = pausable.az
 	return az, func() func() {
 		if err := az.Pause(); err != nil {
 			t.Fatal(err)
@@ -33,7 +43,7 @@ func pausedAzurite(t *testing.T) (az *azurite.Server, pause func() (resume func(
 				}
 			}
 		}
-		t.Cleanup(resume) // before az.Stop
+		t.Cleanup(resume)
 		return resume
 	}
 }

@@ -112,6 +112,7 @@ func (r *Result) Print(w io.Writer) {
 // instance is one server of the fleet.
 type instance struct {
 	name, data string
+	stats      string // its --stats-instance
 	port       int
 	args       []string
 	log        *os.File
@@ -130,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fleet := make([]*instance, Instances)
 	for i := range fleet {
 		in := &instance{name: fmt.Sprintf("i%d", i), data: filepath.Join(cfg.Dir, fmt.Sprintf("i%d", i))}
+		in.stats = statsPrefix + in.name
 		var err error
 		if in.port, err = ingestexec.FreePort(); err != nil {
 			return nil, err
@@ -138,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		defer in.log.Close()
-		in.args = []string{"--data-dir", in.data, "--storage", conn, "--container", container, "--stats-instance", in.name,
+		in.args = []string{"--data-dir", in.data, "--storage", conn, "--container", container, "--stats-instance", in.stats,
 			"--flush-interval", "200ms", "--storage-try-timeout", "5s", "--shutdown-timeout", "60s", "--log-level", "warn"}
 		if err := in.start(cfg.Bin); err != nil {
 			return nil, err
@@ -245,7 +247,7 @@ func breakFleet(cfg Config, fleet []*instance, conn, container string, res *Resu
 		fleet[3].p.Kill()
 		began := time.Now()
 		out, err := ingestexec.Command(cfg.Bin, "drain", "--data-dir", fleet[3].data, "--storage", conn, "--container", container,
-			"--stats-instance", fleet[3].name, "--log-level", "warn").CombinedOutput()
+			"--stats-instance", fleet[3].stats, "--log-level", "warn").CombinedOutput()
 		code := 0
 		if err != nil {
 			code = 1
@@ -377,10 +379,18 @@ func jsonTime(v any) (time.Time, bool) {
 	return t.UTC(), err == nil
 }
 
-// statsTotal sums the events every entity of the stats table counts.
+// statsPrefix starts the fleet's --stats-instance names, which its
+// stats entities carry: the account may hold other writers' too.
+const statsPrefix = "fleetrun-"
+
+// statsTotal sums the events the fleet's entities of the stats table
+// count.
 func statsTotal(ctx context.Context, svc *aztables.ServiceClient) (int64, error) {
 	var total int64
 	err := eachEntity(ctx, svc, "stats", "", func(e map[string]any) {
+		if inst, _ := e["Instance"].(string); !strings.HasPrefix(inst, statsPrefix) {
+			return
+		}
 		for k, v := range e {
 			if len(k) == 3 && k[0] == 'H' && k[1] >= '0' && k[1] <= '9' && k[2] >= '0' && k[2] <= '9' {
 				switch v := v.(type) {
