@@ -51,6 +51,7 @@ func main() {
 	settle := pflag.Duration("settle", 5*time.Second, "measure the storage side from this long after the load starts (buffers filled)")
 	conc := pflag.Int("concurrency", 16, "load generator connections in all")
 	buffer := pflag.String("buffer-bytes", "64MiB", "each server's --buffer-bytes")
+	logins := pflag.Float64("logins-ratio", 0.1, "share of the events that are login attempts")
 	pflag.Parse()
 	dir, err := os.MkdirTemp("", "ingest-scaling-")
 	check(err)
@@ -59,12 +60,12 @@ func main() {
 	check(err)
 	fmt.Printf("%9s %12s %10s %12s | %s\n", "instances", "events/s", "MB/s", "logins/s", "storage requests/s in all (per instance)")
 	for _, n := range *instances {
-		row(bin, filepath.Join(dir, fmt.Sprint(n)), n, *duration, *settle, *conc, *buffer)
+		row(bin, filepath.Join(dir, fmt.Sprint(n)), n, *duration, *settle, *conc, *buffer, *logins)
 	}
 }
 
 // row measures one fleet size on a fresh Azurite.
-func row(bin, dir string, n int, d, settle time.Duration, conc int, buffer string) {
+func row(bin, dir string, n int, d, settle time.Duration, conc int, buffer string, logins float64) {
 	az, err := azurite.Start()
 	check(err)
 	defer az.Stop()
@@ -80,6 +81,7 @@ func row(bin, dir string, n int, d, settle time.Duration, conc int, buffer strin
 	}
 	cfg := loadtest.DefaultConfig()
 	cfg.Target, cfg.Duration, cfg.Concurrency, cfg.Batch, cfg.Quiet = strings.Join(urls, ","), d, conc, 1000, true
+	cfg.LoginsRatio = logins
 	done := make(chan *loadtest.Report, 1)
 	go func() {
 		rep, err := loadtest.Run(context.Background(), cfg, io.Discard)
