@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := in.start(cfg.Bin); err != nil {
 			return nil, err
 		}
-		defer in.p.Kill()
+		defer func() { in.p.Kill() }() // the process running at the end: a fault may restart it
 		fleet[i] = in
 	}
 	var urls []string
