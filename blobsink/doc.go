@@ -3,9 +3,12 @@
 //
 //	{service}/{YYYY}/{MM}/{DD}/{hh}00/{NNNNNN}.log
 //
-// A writer claims the next NNNNNN of an hour prefix with a conditional create
+// A writer claims an NNNNNN of an hour prefix with a conditional create
 // (If-None-Match: * on Azure, O_EXCL on files), so any number of instances
-// write the same service and hour without colliding. Each flush sends the blob's metadata
+// write the same service and hour without colliding; once it has met
+// another writer it claims at random past the highest number, so that a
+// fleet's first flushes of an hour do not queue up on the same numbers
+// (claim.go: numbers have gaps). Each flush sends the blob's metadata
 // (LogVersion, StartTime, EndTime, LogType, EventCount, and Lateness: how
 // late an event can be stored, see Meta.Late) as it will be once
 // the flush's blocks have landed, then appends blocks of at most
@@ -29,7 +32,10 @@
 // The contract with the buffer (Sink implements its Flusher): Flush
 // journals its intent, then either stores all of data and returns its
 // length, or returns an error with the bytes stored so far; Landed tells,
-// after a crash, how many bytes of a journaled intent are in storage. The
+// after a crash, how many bytes of a journaled intent are in storage.
+// Before a flush succeeds, and when Landed resolves one, the sink's Counter
+// (the stats table) is told what each blob it wrote holds, so the counts
+// follow the blobs exactly once (count.go). The
 // append-position condition keeps a retried block from landing twice, and
 // the per-block CRC-32C keeps another writer's bytes from counting as ours.
 //
@@ -44,5 +50,6 @@
 // number), writers.go (a key's current writer, idle eviction), writer.go
 // (a writer's life cycle), widen.go (metadata before and after appending),
 // append.go (one conditional append and resolving its lost answer),
-// recover.go (finishing a crashed flush), metrics.go.
+// recover.go (finishing a crashed flush), count.go (telling the Counter),
+// metrics.go.
 package blobsink

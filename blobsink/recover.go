@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+
+	"ingest/logline"
 )
 
 // rangeReader is implemented by stores that read part of a blob cheaply.
@@ -48,7 +50,8 @@ type truncater interface {
 
 // Landed implements the buffer's Flusher: for a flush interrupted by a
 // crash, it finds which of the planned blocks are in storage, brings the
-// metadata of their blobs up to date and returns the bytes they carry.
+// metadata of their blobs up to date, tells the Counter what they hold and
+// returns the bytes they carry.
 func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error) {
 	var in intent
 	if err := json.Unmarshal(body, &in); err != nil {
@@ -106,6 +109,11 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 		if meta.Count > 0 || planned {
 			if err := s.store.SetMetadata(ctx, b.Name, meta.Map()); err != nil {
 				return 0, fmt.Errorf("cannot update metadata of blob %s: %w", b.Name, err)
+			}
+		}
+		if meta.Count > 0 && s.counter != nil {
+			if err := s.counter.Count(ctx, key, b.Name, logline.Summary(meta)); err != nil {
+				return 0, fmt.Errorf("cannot count the events of blob %s: %w", b.Name, err)
 			}
 		}
 		if stop {

@@ -45,11 +45,14 @@ func scanMeta(raw []byte) Meta {
 			late.older(t, maxT)
 		}
 		rest := line[timeEnd+1:]
+		level := logline.LevelNone
 		if i := bytes.IndexByte(rest, ';'); i > 0 {
 			if l, ok := logline.ParseLevel(rest[:i]); ok {
+				level = l
 				m.Levels = m.Levels.Add(l)
 			}
 		}
+		m.ByLevel[level]++
 		m.Count++
 	}
 	if m.Count > 0 {

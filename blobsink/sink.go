@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,13 @@ type Sink struct {
 	mu      sync.Mutex
 	writers map[string]*writer // by key; a key's flushes never overlap
 
+	// contended is set once a claim found a number taken: the sink shares
+	// the account with other writers (claim.go).
+	contended atomic.Bool
+
+	counter   Counter              // told what blobs hold (count.go); may be nil
+	uncounted map[string][]*writer // by key: blobs the counter could not be told; under mu
+
 	zenc *zstd.Encoder
 }
 
@@ -36,7 +44,7 @@ func NewSink(store Store, cfg Config, reg prometheus.Registerer, log *slog.Logge
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sink{store: store, cfg: cfg, log: log, writers: map[string]*writer{}, met: newSinkMetrics(reg)}
+	s := &Sink{store: store, cfg: cfg, log: log, writers: map[string]*writer{}, uncounted: map[string][]*writer{}, met: newSinkMetrics(reg)}
 	if cfg.Compression == CompressZstd {
 		// EncodeAll with one shared encoder is safe for concurrent use and
 		// deterministic, which retries rely on (see Flush).
@@ -61,7 +69,17 @@ func (s *Sink) TakesSums() bool { return s.cfg.Compression == CompressNone }
 // metadata takes it instead of reading the piece's lines (nil lines: read
 // them all). sums[i], when not 0, is data[i]'s CRC-32C: a block that is
 // that piece alone takes it instead of reading the piece again.
+//
+// A flush whose blobs could not be counted (see Counter) fails with every
+// byte stored; the retry (with nothing left to store) counts them before
+// anything else.
 func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+	if err := s.countPending(ctx, key); err != nil {
+		return 0, err
+	}
+	if len(data) == 0 {
+		return 0, nil
+	}
 	chunks, err := s.encode(data, lines, sums)
 	if err != nil {
 		return 0, err
@@ -82,11 +100,11 @@ func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []log
 		return 0, fmt.Errorf("cannot journal the flush intent: %w", err)
 	}
 	stored, err := s.write(ctx, key, &in, ws, chunks)
-	if err != nil {
-		return stored, err
-	}
 	s.met.appended.Add(float64(stored))
-	return stored, nil
+	if cerr := s.countWriters(ctx, key, ws); err == nil {
+		err = cerr
+	}
+	return stored, err
 }
 
 // write appends the planned chunks in order, widening each blob's metadata
@@ -100,14 +118,14 @@ func (s *Sink) write(ctx context.Context, key string, in *intent, ws []*writer, 
 		w := ws[ic.Blob]
 		if i == 0 || in.Chunks[i-1].Blob != ic.Blob {
 			if err := s.widenMeta(ctx, w, in.Chunks[i:], ic.Blob, chunks[i:]); err != nil {
-				s.setWriter(key, ws, ic.Blob)
+				s.setWriter(ctx, key, ws, ic.Blob)
 				return stored, err
 			}
 		}
 		if err := s.append(ctx, w, ic.Offset, c.encoded, c.size); err != nil {
 			// Metadata of what did land is brought up to date on the next
 			// flush or by recovery, so queries never skip these blocks.
-			s.setWriter(key, ws, ic.Blob)
+			s.setWriter(ctx, key, ws, ic.Blob)
 			return stored, err
 		}
 		w.appended(c.size, c.meta)
@@ -120,13 +138,13 @@ func (s *Sink) write(ctx context.Context, key string, in *intent, ws []*writer, 
 		if !w.open() && i+1 < len(chunks) {
 			// Our block landed, then another writer appended after it: the
 			// rest goes to a new blob at the next flush.
-			s.setWriter(key, ws, ic.Blob)
+			s.setWriter(ctx, key, ws, ic.Blob)
 			return stored, fmt.Errorf("cannot append to blob %s: %s; the next flush claims a new blob", w.name, w.why)
 		}
 		if last && i+1 < len(chunks) {
 			w.retire() // full: the flush goes on in the next blob
 		}
 	}
-	s.setWriter(key, ws, len(ws)-1)
+	s.setWriter(ctx, key, ws, len(ws)-1)
 	return stored, nil
 }

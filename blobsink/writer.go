@@ -55,6 +55,7 @@ type writer struct {
 	aheadSet bool
 	state    writerState
 	why      string // why it was abandoned
+	counted  int64  // meta.Count as the sink's Counter was last told
 
 	// Read by other keys' flushes (eviction), so written only under Sink.mu.
 	used      time.Time

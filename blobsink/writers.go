@@ -10,12 +10,17 @@ import (
 // setWriter records the writer a key continues with after a flush: ws's
 // writer number current, or, when that one was abandoned, the blob claimed
 // after it in this flush (empty and ours).
-func (s *Sink) setWriter(key string, ws []*writer, current int) {
+func (s *Sink) setWriter(ctx context.Context, key string, ws []*writer, current int) {
 	// Older blobs of this flush whose metadata did not get through are
-	// finished now, best effort; recovery covers a crash before that.
+	// finished now, best effort (recovery covers a crash before that): a
+	// key's next flush publishes only its current writer, so a failure is
+	// logged and counted.
 	for _, w := range ws[:current] {
 		if !w.metaSent && w.state != writerAbandoned {
-			_ = s.publish(context.Background(), w)
+			if err := s.publish(ctx, w); err != nil {
+				s.met.errors.WithLabelValues("metadata").Inc()
+				s.log.Warn("cannot update the metadata of a filled blob", "blob", w.name, "err", err)
+			}
 		}
 	}
 	if !ws[current].open() && current+1 < len(ws) {
@@ -69,5 +74,5 @@ func (s *Sink) writerFor(ctx context.Context, key string) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot list blobs under %s/: %w", key, err)
 	}
-	return s.claim(ctx, key, high+1)
+	return s.claim(ctx, key, s.firstSeq(high))
 }

@@ -12,10 +12,6 @@ type Group struct {
 	Key    []byte
 	Data   []byte
 	Events int
-	// Tally counts the group's events by a class of the producer's choice,
-	// for the stream's Observer (the logs stream counts them per level).
-	// The buffer itself does not read it.
-	Tally [8]int
 	// Lines summarizes Data's lines when the producer kept it as it wrote
 	// them (the logs stream does); zero otherwise. The buffer merges the
 	// summaries of a chunk's groups and hands them to the Flusher, so the
@@ -62,7 +58,6 @@ func (b *Batch) Add(stream Stream, key []byte) int {
 	g.Key = append(g.Key[:0], key...)
 	g.Data = g.Data[:0]
 	g.Events = 0
-	g.Tally = [8]int{}
 	g.Lines = logline.Summary{}
 	return len(b.groups) - 1
 }

@@ -259,7 +259,6 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 	}
 	if b.wal == nil {
 		b.insert(batch, b.memLSN.Add(1))
-		b.observe(batch)
 		return nil
 	}
 	rec, _ := b.records.Get().(*batchRecord)
@@ -276,7 +275,6 @@ func (b *Buffer) Add(ctx context.Context, batch *Batch) error {
 		}
 		return b.walFailed(err)
 	}
-	b.observe(batch)
 	if b.cfg.Ack == AckFlush {
 		return b.waitFlushed(ctx, batch, lsn)
 	}
@@ -517,8 +515,9 @@ func (b *Buffer) forEach(fn func(kb *keyBuf)) {
 }
 
 // Close stops accepting batches, flushes every key and closes the WAL. When
-// ctx ends first, what is left unflushed stays in the WAL (with --ack wal or
-// flush) and is flushed at the next start.
+// ctx ends first, it cancels the flushes in progress and returns once they
+// have stopped: what is left unflushed stays in the WAL (with --ack wal or
+// flush) and is stored exactly once when the WAL is next opened.
 func (b *Buffer) Close(ctx context.Context) error {
 	if b.closing.Swap(true) {
 		return nil
@@ -549,7 +548,7 @@ func (b *Buffer) Close(ctx context.Context) error {
 		case <-ch:
 		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
-			err = fmt.Errorf("cannot flush everything before the shutdown deadline: %d keys unflushed (%d bytes); they stay in the write-ahead log and are flushed at the next start", pending, b.Used())
+			err = fmt.Errorf("cannot flush everything before the shutdown deadline: %d keys unflushed (%d bytes); they stay in the write-ahead log and are stored exactly once when it is next opened", pending, b.Used())
 		}
 		if err != nil {
 			break

@@ -295,7 +295,9 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 	cfg := testConfig(AckWAL)
 	info := logline.LevelSet(0).Add(logline.LevelInfo)
 	summarized := func(from, to int) logline.Summary {
-		return logline.Summary{Start: int64(from) * 1000, End: int64(to-1) * 1000, Levels: info, Count: int64(to - from), LateKnown: true}
+		s := logline.Summary{Start: int64(from) * 1000, End: int64(to-1) * 1000, Levels: info, Count: int64(to - from), LateKnown: true}
+		s.ByLevel[logline.LevelInfo] = int64(to - from)
+		return s
 	}
 	f := func(sink *memSink, key string, want ...logline.Summary) {
 		t.Helper()

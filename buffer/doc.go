@@ -19,10 +19,7 @@
 // at once), how many waiting chunks one flush may take once no batch is
 // coming (FlushJoin: the logs stream takes up to 16, handed to its Flusher
 // as pieces, so a draining key pays one flush per up to 16 chunks; no more
-// than its flushes were last seen to store in 5 s) and an
-// optional Observer that sees
-// each group of every batch Add accepted (tablesink's Counters count the
-// logs stream's events per service, hour and level from Group.Tally).
+// than its flushes were last seen to store in 5 s).
 // A group may carry the logline.Summary of its lines (Group.Lines, kept by
 // the HTTP layer as it encodes them): the buffer merges them per chunk and
 // hands them to the Flusher with the chunk, so blobsink writes a blob's

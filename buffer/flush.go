@@ -1,7 +1,6 @@
 package buffer
 
 import (
-	"context"
 	"time"
 
 	"ingest/logline"
@@ -128,7 +127,9 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	attempt := 1
 	for ; ; attempt++ {
 		data, lines, sums := after(r, stored)
-		n, err := s.Flusher.Flush(context.Background(), kb.key, data, lines, sums, journal)
+		// b.stop ends when Close gives up at its deadline: a flush stuck on
+		// a storage that does not answer is cancelled, not waited for.
+		n, err := s.Flusher.Flush(b.stop, kb.key, data, lines, sums, journal)
 		stored += n
 		if err == nil && stored >= r.size {
 			break
@@ -141,7 +142,8 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		b.noteFlushFailure(attempt)
 		if s.retry.Wait(b.stop, attempt, err, "key", kb.key, "stored", stored, "of", r.size) != nil {
 			// Shutting down with storage unreachable: the bytes stay in the
-			// WAL (with --ack wal or flush) and are flushed at the next start.
+			// WAL (with --ack wal or flush) and are stored when it is next
+			// opened.
 			b.log.Error("giving up flushing at shutdown", "key", kb.key, "unstored_bytes", r.size-stored)
 			b.noteFlushEnd(attempt)
 			return

@@ -26,10 +26,6 @@ type StreamDef struct {
 	Name string // the "stream" label of the buffer's metrics, "logs"
 	// Flusher stores the stream's keys.
 	Flusher Flusher
-	// Observer, when set, sees each of the stream's groups of every batch
-	// Add accepted, once the batch is as safe as --ack promises. It is
-	// called on the request's goroutine: it must be quick.
-	Observer Observer
 	// FlushBytes is the stream's chunk size: a key is flushed once it
 	// holds this many bytes, and one flush stores at most one chunk (a
 	// batch's group larger than that is one chunk of its own), or
@@ -67,11 +63,6 @@ type StreamDef struct {
 	// paid per chunk unless chunks are joined. Zero or 1: one chunk per
 	// flush.
 	FlushJoin int
-}
-
-// Observer sees the groups a batch added, after the buffer accepted them.
-type Observer interface {
-	Observe(g *Group)
 }
 
 // stream is a registered stream and the buffer's state for it.
@@ -130,14 +121,4 @@ func flushAge(cfg *Config, want time.Duration) time.Duration {
 		return cfg.FlushInterval
 	}
 	return want
-}
-
-// observe shows the batch's groups to their streams' observers.
-func (b *Buffer) observe(batch *Batch) {
-	for i := range batch.groups {
-		g := &batch.groups[i]
-		if o := b.streams[g.Stream].Observer; o != nil {
-			o.Observe(g)
-		}
-	}
 }

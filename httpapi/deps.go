@@ -7,7 +7,7 @@ import (
 	"ingest/buffer"
 	"ingest/intake/group"
 	"ingest/intake/login"
-	"ingest/tablesink"
+	"ingest/stats"
 )
 
 // Buffer is what the server needs of the buffer (*buffer.Buffer): it adds
@@ -36,8 +36,8 @@ type Logins interface {
 	RetentionDays() int
 }
 
-// Stats is what the server needs of the stats counters
-// (*tablesink.Counters): a service's counts for a day, per hour.
+// Stats is what the server needs of the stats table (*stats.Table): a
+// service's counts for a day, per hour.
 type Stats interface {
-	ReadStats(ctx context.Context, service string, day time.Time) ([24]tablesink.HourStats, error)
+	ReadStats(ctx context.Context, service string, day time.Time) ([24]stats.HourStats, error)
 }

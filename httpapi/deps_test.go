@@ -4,6 +4,7 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/tablesink"
 )
 
@@ -11,6 +12,6 @@ import (
 var (
 	_ Buffer      = (*buffer.Buffer)(nil)
 	_ Logins      = (*tablesink.Sink)(nil)
-	_ Stats       = (*tablesink.Counters)(nil)
+	_ Stats       = (*stats.Table)(nil)
 	_ query.Store = blobsink.Store(nil)
 )

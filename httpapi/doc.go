@@ -48,5 +48,5 @@
 //
 // The server takes what it serves from as small interfaces of its own
 // (Deps: Buffer, Logins, Stats, query.Store), which *buffer.Buffer,
-// *tablesink.Sink, *tablesink.Counters and the blob stores satisfy.
+// *tablesink.Sink, *stats.Table and the blob stores satisfy.
 package httpapi

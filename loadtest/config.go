@@ -13,7 +13,12 @@ import (
 // Config is the load generator's settings. The zero value is not usable:
 // start from DefaultConfig or RegisterFlags.
 type Config struct {
-	Target      string        // base URL of the ingest server
+	// Target is the base URL of the ingest server, or of several
+	// instances, comma separated: they take the batches in turn
+	// (round-robin), a batch refused with 503 or whose connection is
+	// refused goes to the next, as a load balancer would send it, and the
+	// read-back goes through the first.
+	Target      string
 	Rate        float64       // events/s, open loop; 0 = closed loop, as fast as possible
 	Concurrency int           // workers (and connections)
 	Batch       int           // events per request
@@ -38,6 +43,16 @@ type Config struct {
 	Seed       int64  // random seed; 0 = from the clock
 	Quiet      bool   // no live progress line
 	Partitions int    // hash buckets of the login PartitionKey; 0 = the shard package default
+	// Replicas is how many instances the partition report models: each
+	// judges hot users on the attempts it receives, the server's
+	// --hot-user-rate (HotUserRate) shared among them. 0: one per target
+	// (the batches each actually took).
+	Replicas    int
+	HotUserRate float64 // the servers' --hot-user-rate (attempts/s per user, across the instances); 0 = the shard package default
+	// BeforeVerify, when set, is called once the load is sent and before
+	// the read-back (no flag): a harness breaking the servers finishes
+	// there what must be done before everything can be read (a drain).
+	BeforeVerify func()
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -61,7 +76,7 @@ func DefaultConfig() Config {
 // RegisterFlags registers the load generator's flags on fs, with c's
 // values as their defaults (start from DefaultConfig).
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Target, "target", c.Target, "base URL of the ingest server")
+	fs.StringVar(&c.Target, "target", c.Target, "base URL of the ingest server; several, comma separated, take the batches in turn (a batch answered 503 or refused a connection goes to the next) and are read back through the first")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "events per second, open loop (latency measured from the intended send time); 0 = closed loop, as fast as possible")
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrent requests (workers and connections)")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "events per request")
@@ -83,6 +98,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "random seed (0 = from the clock)")
 	fs.BoolVar(&c.Quiet, "quiet", c.Quiet, "no live progress line")
 	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "hash buckets of the login PartitionKey, as the server's --partitions (0 = its default)")
+	fs.IntVar(&c.Replicas, "replicas", c.Replicas, "instances the partition report models behind a round-robin, each judging hot users on its share (0 = one per --target)")
+	fs.Float64Var(&c.HotUserRate, "hot-user-rate", c.HotUserRate, "the servers' --hot-user-rate, for the partition report (0 = its default)")
 }
 
 // Validate checks the settings and says which flag to fix; an empty
@@ -90,7 +107,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if _, err := parseTarget(c.Target); err != nil {
+	if _, err := parseTargets(c.Target); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Rate < 0 {
@@ -143,6 +160,12 @@ func (c *Config) Validate() error {
 	if c.Partitions < 0 || c.Partitions > 1<<16 {
 		bad("cannot use --partitions %d: want 0 (the server's default) or 1..65536", c.Partitions)
 	}
+	if c.Replicas < 0 || c.Replicas > 1000 {
+		bad("cannot use --replicas %d: want 0 (one per --target) or 1..1000", c.Replicas)
+	}
+	if c.HotUserRate < 0 {
+		bad("cannot use --hot-user-rate %g: want 0 (the server's default) or a positive rate", c.HotUserRate)
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,6 +179,26 @@ type target struct {
 	tls  bool
 	base string // scheme://host[:port][/path] without a trailing slash
 	host string // Host header
+}
+
+// maxTargets bounds --target's list: a batch record keeps the index in a
+// byte.
+const maxTargets = 255
+
+// parseTargets parses --target: one URL or several, comma separated.
+func parseTargets(s string) ([]target, error) {
+	var out []target
+	for _, part := range strings.Split(s, ",") {
+		t, err := parseTarget(strings.TrimSpace(part))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if len(out) > maxTargets {
+		return nil, fmt.Errorf("cannot use --target with %d URLs: at most %d", len(out), maxTargets)
+	}
+	return out, nil
 }
 
 func parseTarget(s string) (target, error) {

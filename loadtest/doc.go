@@ -18,6 +18,18 @@
 // prefix plus a counter ("lt5k2m9q-m000000000042"), so a read-back can tell
 // lost and duplicated events apart from everyone else's.
 //
+// # Several instances
+//
+// Config.Target may list several instances (comma separated): batch k goes
+// to target k mod N, and, as a load balancer would, a batch answered 503
+// (an instance shutting down) or whose connection is refused (an instance
+// gone) goes to the next. The read-back goes through the first target,
+// after every target still answering has stored what it took, so it checks
+// that any instance reads every instance's events; Report.TargetOf tells
+// which target took an event. The partition report models the instances
+// (Config.Replicas, default one per target): each judges hot users on the
+// attempts it received, with --hot-user-rate shared among them.
+//
 // # Scheduling and latency
 //
 // With Config.Rate > 0 the run is open loop: batch k is due at

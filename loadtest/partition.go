@@ -11,10 +11,11 @@ import (
 // partition: 2,000 entities (1 KiB each) per second.
 const AzurePartitionTarget = 2000
 
-// KeyFunc appends the PartitionKey of a login attempt to dst. The report
+// KeyFunc appends the PartitionKey of a login attempt to dst, as the
+// instance (replica, from 0) that received it decides it. The report
 // takes the key schemes as functions so it does not depend on how the
 // server builds them, only on the keys they produce.
-type KeyFunc func(dst, user, id []byte, unixNano int64) []byte
+type KeyFunc func(dst, user, id []byte, unixNano int64, replica int) []byte
 
 // Scheme is a named PartitionKey scheme to compare.
 type Scheme struct {
@@ -63,10 +64,11 @@ const (
 	rankedPoints  = 120
 )
 
-// attempt is one login attempt as sent.
+// attempt is one login attempt as sent, and the instance it went to.
 type attempt struct {
 	user, id []byte
 	unixNano int64
+	replica  int
 }
 
 // partitionAcc counts one scheme's partitions. Per-second counts live in a
@@ -89,7 +91,7 @@ func newPartitionAcc(s Scheme) *partitionAcc {
 }
 
 func (a *partitionAcc) add(at *attempt, sec int64) {
-	a.buf = a.scheme.Key(a.buf[:0], at.user, at.id, at.unixNano)
+	a.buf = a.scheme.Key(a.buf[:0], at.user, at.id, at.unixNano, at.replica)
 	i, ok := a.idx[string(a.buf)]
 	if !ok {
 		i = int32(len(a.keys))

@@ -28,10 +28,10 @@ func feed(secs, perSec int) func(func(*attempt)) {
 
 func TestPartitionReport(t *testing.T) {
 	const secs, perSec = 10, 3000
-	byUser := func(dst, user, id []byte, unixNano int64) []byte { return append(dst, user...) }
+	byUser := func(dst, user, id []byte, unixNano int64, _ int) []byte { return append(dst, user...) }
 	// Salting the hot user over 4 partitions by its id (the hot user's
 	// ids are the even ones).
-	salted := func(dst, user, id []byte, unixNano int64) []byte {
+	salted := func(dst, user, id []byte, unixNano int64, _ int) []byte {
 		dst = append(dst, user...)
 		if string(user) == "hot" {
 			n := int(id[len(id)-3]-'0')*100 + int(id[len(id)-2]-'0')*10 + int(id[len(id)-1]-'0')
@@ -73,7 +73,7 @@ func TestPartitionReport(t *testing.T) {
 // TestPartitionPeakOutOfOrder: attempts arriving slightly out of time
 // order (concurrent batches) still land in the right second.
 func TestPartitionPeakOutOfOrder(t *testing.T) {
-	one := func(dst, user, id []byte, unixNano int64) []byte { return append(dst, 'p') }
+	one := func(dst, user, id []byte, unixNano int64, _ int) []byte { return append(dst, 'p') }
 	base := int64(100) * 1e9
 	times := []int64{base, base + 1e9, base + 5e8, base + 1e9 + 1, base + 2e9, base + 1e9 + 2}
 	pr := partitionReport([]Scheme{{Name: "one", Key: one}}, 3, func(fn func(*attempt)) {
@@ -87,18 +87,18 @@ func TestPartitionPeakOutOfOrder(t *testing.T) {
 }
 
 func TestDefaultSchemes(t *testing.T) {
-	schemes := defaultSchemes(0)
+	schemes := defaultSchemes(0, 0, 1)
 	if len(schemes) != 2 {
 		t.Fatalf("%d schemes", len(schemes))
 	}
 	for _, s := range schemes {
-		a := s.Key(nil, []byte("alice"), []byte("lt1-m000000000001"), 1_767_225_600_123_456_789)
-		b := s.Key(nil, []byte("alice"), []byte("lt1-m000000000001"), 1_767_225_600_123_456_789)
+		a := s.Key(nil, []byte("alice"), []byte("lt1-m000000000001"), 1_767_225_600_123_456_789, 0)
+		b := s.Key(nil, []byte("alice"), []byte("lt1-m000000000001"), 1_767_225_600_123_456_789, 0)
 		if len(a) == 0 || string(a) != string(b) {
 			t.Errorf("%s: key %q then %q: want a stable non-empty key", s.Name, a, b)
 		}
 	}
-	if k := string(schemes[1].Key(nil, []byte("bob"), nil, 1_767_225_600_999_999_999)); k != "20260101000000" {
+	if k := string(schemes[1].Key(nil, []byte("bob"), nil, 1_767_225_600_999_999_999, 0)); k != "20260101000000" {
 		t.Errorf("naive key %q, want the second", k)
 	}
 }
@@ -108,21 +108,28 @@ func TestDefaultSchemes(t *testing.T) {
 // the naive key concentrates each second in one partition.
 func TestHashedSchemeSaltsAttack(t *testing.T) {
 	const secs, rate = 5, 8000
-	pr := partitionReport(defaultSchemes(0), secs, func(fn func(*attempt)) {
-		var at attempt
-		base := int64(1_767_225_600) * 1e9
-		for i := range secs * rate {
-			at.user = append(at.user[:0], "victim"...)
-			at.id = appendPadded(at.id[:0], uint64(i), 12)
-			at.unixNano = base + int64(i)*1e9/rate
-			fn(&at)
-		}
-	})
+	pr := partitionReport(defaultSchemes(0, 0, 1), secs, attack(secs, rate, 1))
 	hashed, naive := pr.Schemes[0], pr.Schemes[1]
 	if hashed.Partitions < 2 || hashed.PeakRate >= rate/2 {
 		t.Errorf("hashed: %d partitions, busiest second %g: the attack was not salted", hashed.Partitions, hashed.PeakRate)
 	}
 	if naive.Partitions != secs || naive.PeakRate != rate {
 		t.Errorf("naive: %d partitions, busiest second %g; want %d and %d", naive.Partitions, naive.PeakRate, secs, rate)
+	}
+}
+
+// attack feeds one user's attempts at rate per second for secs seconds,
+// spread in turn over replicas instances.
+func attack(secs, rate, replicas int) func(func(*attempt)) {
+	return func(fn func(*attempt)) {
+		var at attempt
+		base := int64(1_767_225_600) * 1e9
+		for i := range secs * rate {
+			at.user = append(at.user[:0], "victim"...)
+			at.id = appendPadded(at.id[:0], uint64(i), 12)
+			at.unixNano = base + int64(i)*1e9/int64(rate)
+			at.replica = i % replicas
+			fn(&at)
+		}
 	}
 }

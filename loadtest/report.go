@@ -51,6 +51,19 @@ type Report struct {
 	Partitions *PartitionReport `json:"partitions,omitempty"`
 	Verify     *VerifyReport    `json:"verify,omitempty"`
 	VerifyErr  string           `json:"verify_error,omitempty"`
+
+	targetOf func(id []byte) (int, bool)
+}
+
+// TargetOf tells which target (its index in the --target list) took the
+// event of this run with the given id, for a run with Verify (which
+// records every batch): a harness reading the blobs back can check that
+// each holds one instance's events. ok is false for any other id.
+func (r *Report) TargetOf(id []byte) (target int, ok bool) {
+	if r.targetOf == nil {
+		return 0, false
+	}
+	return r.targetOf(id)
 }
 
 // SecondStats is one second of the run.

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type sentBatch struct {
 	stream   byte
 	kind     kind
 	state    uint8
+	target   uint8 // the target that answered last (see post)
 	tmpl     int32
 	n        int32
 	seq      int64   // id counter of the first event
@@ -77,15 +79,13 @@ func (s *stream) ticketKind(k int64) kind {
 }
 
 type runner struct {
-	cfg       *Config
-	c         *corpus
-	hc        *fasthttp.HostClient
-	st        *stats
-	logsURI   string
-	loginsURI string
-	start     time.Time
-	deadline  time.Time // zero when the run is bounded by --events
-	mainDone  atomic.Bool
+	cfg      *Config
+	c        *corpus
+	targets  []runTarget
+	st       *stats
+	start    time.Time
+	deadline time.Time // zero when the run is bounded by --events
+	mainDone atomic.Bool
 
 	recMu      sync.Mutex
 	recs       []sentBatch
@@ -101,7 +101,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	tgt, _ := parseTarget(cfg.Target)
+	tgts, _ := parseTargets(cfg.Target)
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano()
 	}
@@ -109,13 +109,18 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		cfg.Encoding = "identity"
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
-	r := newRunner(&cfg, generate(&cfg, rng), tgt)
-	defer r.hc.CloseIdleConnections()
+	r := newRunner(&cfg, generate(&cfg, rng), tgts)
+	defer func() {
+		for _, t := range r.targets {
+			t.hc.CloseIdleConnections()
+		}
+	}()
 
 	main, attack := r.streams()
 	end := r.send(ctx, progress, main, attack)
 
 	rep := r.report(end)
+	rep.targetOf = r.targetIndex()
 	rep.Interrupted = ctx.Err() != nil
 	rep.Partitions = r.partitions(rep.Seconds)
 	if cfg.Verify {
@@ -124,26 +129,33 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	return rep, writeReports(&cfg, rep)
 }
 
-func newRunner(cfg *Config, c *corpus, tgt target) *runner {
-	return &runner{
-		cfg: cfg,
-		c:   c,
-		st:  newStats(),
-		hc: &fasthttp.HostClient{
-			Addr:                          tgt.addr,
-			IsTLS:                         tgt.tls,
-			Name:                          "ingest-loadtest",
-			MaxConns:                      cfg.Concurrency + attackWorkers,
-			MaxConnWaitTimeout:            5 * time.Second, // a closing connection may briefly hold a slot
-			MaxIdleConnDuration:           30 * time.Second,
-			ReadTimeout:                   requestTimeout,
-			WriteTimeout:                  requestTimeout,
-			DisableHeaderNamesNormalizing: true,
-			DisablePathNormalizing:        true,
-		},
-		logsURI:   tgt.base + "/v1/logs",
-		loginsURI: tgt.base + "/v1/logins",
+// runTarget is one server the batches go to.
+type runTarget struct {
+	hc                 *fasthttp.HostClient
+	logsURI, loginsURI string
+}
+
+func newRunner(cfg *Config, c *corpus, tgts []target) *runner {
+	r := &runner{cfg: cfg, c: c, st: newStats()}
+	for _, tgt := range tgts {
+		r.targets = append(r.targets, runTarget{
+			hc: &fasthttp.HostClient{
+				Addr:                          tgt.addr,
+				IsTLS:                         tgt.tls,
+				Name:                          "ingest-loadtest",
+				MaxConns:                      cfg.Concurrency + attackWorkers,
+				MaxConnWaitTimeout:            5 * time.Second, // a closing connection may briefly hold a slot
+				MaxIdleConnDuration:           30 * time.Second,
+				ReadTimeout:                   requestTimeout,
+				WriteTimeout:                  requestTimeout,
+				DisableHeaderNamesNormalizing: true,
+				DisablePathNormalizing:        true,
+			},
+			logsURI:   tgt.base + "/v1/logs",
+			loginsURI: tgt.base + "/v1/logins",
+		})
 	}
+	return r
 }
 
 // streams returns the main stream and, when the corpus has attack
@@ -205,6 +217,9 @@ func (r *runner) verifyInto(ctx context.Context, rep *Report, end time.Time) {
 	if ctx.Err() != nil {
 		rep.VerifyErr = "skipped: the run was interrupted"
 		return
+	}
+	if r.cfg.BeforeVerify != nil {
+		r.cfg.BeforeVerify()
 	}
 	v, err := r.verify(ctx, end)
 	rep.Verify = v
@@ -316,12 +331,12 @@ func (r *runner) sendTicket(ctx context.Context, w *worker, s *stream, k int64, 
 		n = s.lastN
 	}
 	var pool []*template
-	uri := r.logsURI
+	logins := s.attack || kd == kindLogins
 	switch {
 	case s.attack:
-		pool, uri = r.c.attack, r.loginsURI
+		pool = r.c.attack
 	case kd == kindLogins:
-		pool, uri = r.c.logins, r.loginsURI
+		pool = r.c.logins
 	default:
 		pool = r.c.logs
 	}
@@ -333,12 +348,12 @@ func (r *runner) sendTicket(ctx context.Context, w *worker, s *stream, k int64, 
 	body := w.comp.compress(raw)
 
 	o := outcome{events: n, rawBytes: len(raw)}
-	w.req.SetRequestURI(uri)
 	w.req.SetBodyRaw(body)
 	if s.intervalNs > 0 && !s.attack {
 		r.st.sendLag(time.Since(intended))
 	}
-	st := r.post(ctx, w, intended, &o)
+	tgt := int(k % int64(len(r.targets))) // round-robin
+	st := r.post(ctx, w, &tgt, logins, intended, &o)
 	o.latency = time.Since(intended)
 	r.st.record(&o)
 	if kd == kindLogins {
@@ -348,7 +363,7 @@ func (r *runner) sendTicket(ctx context.Context, w *worker, s *stream, k int64, 
 		r.loginsSent.Add(int64(n))
 	}
 	if kd == kindLogins || r.cfg.Verify {
-		b := sentBatch{stream: s.id, kind: kd, state: st, tmpl: int32(ti), n: int32(n), seq: seq, t0: t0}
+		b := sentBatch{stream: s.id, kind: kd, state: st, target: uint8(tgt), tmpl: int32(ti), n: int32(n), seq: seq, t0: t0}
 		if st == stPartial {
 			b.rejected = append([]int32(nil), w.lines...)
 		}
@@ -358,19 +373,39 @@ func (r *runner) sendTicket(ctx context.Context, w *worker, s *stream, k int64, 
 	}
 }
 
-// post sends the prepared request, honouring Retry-After on 429 and 503 by
-// resending the same body, and fills o. It returns the batch state.
-func (r *runner) post(ctx context.Context, w *worker, intended time.Time, o *outcome) uint8 {
+// post sends the prepared request to target *tgt (logs or login
+// attempts), honouring Retry-After on 429 and 503 by resending the same
+// body, and fills o. As a load balancer would, it sends a batch answered
+// 503 (an instance shutting down, or whose storage fails) to the next
+// target, and one whose connection is refused (nothing was sent) to the
+// next at once, each target once. It returns the batch state and leaves in
+// *tgt the target that answered last.
+func (r *runner) post(ctx context.Context, w *worker, tgt *int, logins bool, intended time.Time, o *outcome) uint8 {
 	body := w.req.Body()
+	refused := 0
 	for {
+		t := &r.targets[*tgt]
+		if logins {
+			w.req.SetRequestURI(t.loginsURI)
+		} else {
+			w.req.SetRequestURI(t.logsURI)
+		}
 		o.wireBytes += len(body)
-		err := r.hc.DoTimeout(w.req, w.resp, requestTimeout)
+		err := t.hc.DoTimeout(w.req, w.resp, requestTimeout)
+		if err != nil && errors.Is(err, syscall.ECONNREFUSED) && refused+1 < len(r.targets) {
+			refused++
+			*tgt = (*tgt + 1) % len(r.targets)
+			continue
+		}
 		if err != nil {
 			o.errText = errClass(err)
 			return stUnknown
 		}
 		code := w.resp.StatusCode()
 		o.status = code
+		if code == fasthttp.StatusServiceUnavailable {
+			*tgt = (*tgt + 1) % len(r.targets)
+		}
 		if code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable {
 			wait := retryAfter(w.resp.Header.Peek("Retry-After"), o.retries)
 			if ctx.Err() == nil && time.Since(intended)+wait < maxBatchAge {
@@ -560,6 +595,7 @@ func (r *runner) eachAttempt(fn func(*attempt)) {
 	var at attempt
 	for _, b := range recs {
 		t := r.templateOf(b)
+		at.replica = r.replicaOf(b)
 		for i := range int64(b.n) {
 			at.user = r.c.userName(at.user[:0], t.users[i])
 			at.id = r.c.appendID(at.id[:0], b.stream, b.seq+i)
@@ -584,5 +620,53 @@ func (r *runner) partitions(seconds float64) *PartitionReport {
 	if r.loginsSent.Load() == 0 {
 		return nil
 	}
-	return partitionReport(defaultSchemes(r.cfg.Partitions), seconds, r.eachAttempt)
+	return partitionReport(defaultSchemes(r.cfg.Partitions, r.cfg.HotUserRate, r.replicas()), seconds, r.eachAttempt)
+}
+
+// targetIndex returns Report.TargetOf: the recorded batches by their
+// first id, each id found by its stream and counter (a batch of stream
+// s holds the ids from its seq, a multiple of the stream's batch size).
+func (r *runner) targetIndex() func(id []byte) (int, bool) {
+	size := map[byte]int64{streamMain: int64(r.cfg.Batch), streamAttack: int64(attackBatch(r.cfg))}
+	first := map[[2]int64]uint8{}
+	for i := range r.recs {
+		b := &r.recs[i]
+		first[[2]int64{int64(b.stream), b.seq}] = b.target
+	}
+	prefix := r.c.runID + "-"
+	return func(id []byte) (int, bool) {
+		rest, ok := bytes.CutPrefix(id, []byte(prefix))
+		if !ok || len(rest) != 1+seqWidth || size[rest[0]] == 0 {
+			return 0, false
+		}
+		seq, err := strconv.ParseInt(string(rest[1:]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		t, ok := first[[2]int64{int64(rest[0]), seq - seq%size[rest[0]]}]
+		return int(t), ok
+	}
+}
+
+// replicas is how many instances the partition report models.
+func (r *runner) replicas() int {
+	if r.cfg.Replicas > 0 {
+		return r.cfg.Replicas
+	}
+	return len(r.targets)
+}
+
+// replicaOf is the modelled instance a batch went to: the target that took
+// it, when the report models one instance per target, else the batch's
+// turn in a round-robin over the modelled instances.
+func (r *runner) replicaOf(b *sentBatch) int {
+	n := r.replicas()
+	if n == len(r.targets) {
+		return int(b.target)
+	}
+	batch := int64(r.cfg.Batch)
+	if b.stream == streamAttack {
+		batch = int64(attackBatch(r.cfg))
+	}
+	return int(b.seq / batch % int64(n))
 }

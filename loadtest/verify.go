@@ -437,10 +437,13 @@ func peekNonSpace(br *bufio.Reader) (byte, error) {
 	}
 }
 
-// verify reads the run back: every service's logs over the run's window,
-// padded by a minute each side, and every user's login attempts.
+// verify reads the run back through the first target, once every target
+// still answering has stored what it accepted: every service's logs over
+// the run's window, padded by a minute each side, and every user's login
+// attempts.
 func (r *runner) verify(ctx context.Context, end time.Time) (*VerifyReport, error) {
-	tgt, _ := parseTarget(r.cfg.Target)
+	tgts, _ := parseTargets(r.cfg.Target)
+	tgt := tgts[0]
 	l := newLedger(r.c.runID, r.recs)
 	from := r.start.Add(-time.Minute).UTC().Truncate(time.Second).Format(time.RFC3339)
 	to := end.Add(time.Minute).UTC().Truncate(time.Second).Add(time.Second).Format(time.RFC3339)
@@ -454,6 +457,11 @@ func (r *runner) verify(ctx context.Context, end time.Time) (*VerifyReport, erro
 		queries = append(queries, verifyQuery{url: tgt.base + "/v1/logins/" + url.PathEscape(user) + "?" + q.Encode(), what: "logins of " + user})
 	}
 	sort.Slice(queries, func(i, j int) bool { return queries[i].url < queries[j].url })
+	for _, t := range tgts[1:] {
+		g := newGetter(t, r.cfg.Token)
+		g.waitDrained(ctx, t.base, drainTimeout)
+		g.hc.CloseIdleConnections()
+	}
 	g := newGetter(tgt, r.cfg.Token)
 	defer g.hc.CloseIdleConnections()
 	g.waitDrained(ctx, tgt.base, drainTimeout)
@@ -467,12 +475,16 @@ const drainTimeout = 2 * time.Minute
 // an acknowledged event may still be in its buffer (with --ack wal it is
 // safe in the write-ahead log, but not yet readable). It polls the
 // ingest_buffer_bytes gauge of /metrics until it reads 0 twice in a row;
-// a server without that gauge gets a fixed pause instead.
+// a server without that gauge gets a fixed pause instead, and one that
+// does not answer (an instance gone, whose log someone else drains) none.
 func (g *getter) waitDrained(ctx context.Context, base string, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	zeros := 0
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		held, ok := g.bufferBytes(base)
+		held, ok, reached := g.bufferBytes(base)
+		if !reached {
+			return
+		}
 		if !ok {
 			time.Sleep(5 * time.Second)
 			return
@@ -488,8 +500,9 @@ func (g *getter) waitDrained(ctx context.Context, base string, timeout time.Dura
 	}
 }
 
-// bufferBytes reads ingest_buffer_bytes from the server's /metrics.
-func (g *getter) bufferBytes(base string) (float64, bool) {
+// bufferBytes reads ingest_buffer_bytes from the server's /metrics;
+// reached is false when the server did not answer.
+func (g *getter) bufferBytes(base string) (held float64, ok, reached bool) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
@@ -498,14 +511,18 @@ func (g *getter) bufferBytes(base string) (float64, bool) {
 	if g.token != "" {
 		req.Header.Set("Authorization", "Bearer "+g.token)
 	}
-	if err := g.hc.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != fasthttp.StatusOK {
-		return 0, false
+	if err := g.hc.DoTimeout(req, resp, 10*time.Second); err != nil {
+		return 0, false, false
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return 0, false, true
 	}
 	body, err := resp.BodyUncompressed()
 	if err != nil {
-		return 0, false
+		return 0, false, true
 	}
-	return metricValue(body, "ingest_buffer_bytes")
+	held, ok = metricValue(body, "ingest_buffer_bytes")
+	return held, ok, true
 }
 
 // metricValue finds an unlabelled sample in Prometheus text format.

@@ -17,6 +17,10 @@ const (
 	numLevels
 )
 
+// NumLevels is how many levels there are, LevelNone included: an array
+// indexed by Level has this length.
+const NumLevels = int(numLevels)
+
 var levelNames = [numLevels]string{"", "trace", "debug", "info", "warn", "error", "fatal"}
 
 // String returns the lower-case name used in lines ("" for LevelNone).

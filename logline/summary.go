@@ -9,6 +9,10 @@ type Summary struct {
 	Start, End int64 // earliest and latest line time, Unix ns, as lines store it (100 ns ticks)
 	Levels     LevelSet
 	Count      int64
+	// ByLevel counts the lines per level (LevelNone: lines without one);
+	// it adds up to Count for a Summary built from lines. Blob metadata
+	// does not carry it: a Summary read back from there has none.
+	ByLevel [NumLevels]int64
 	// Late is the most, in ns, by which a line is older than the newest
 	// line stored before it, when LateKnown: a reader that has seen lines
 	// up to time t knows that every later line is from t-Late on, so it
@@ -28,8 +32,12 @@ func (s *Summary) Add(t int64, l Level) {
 	if l != LevelNone {
 		set = set.Add(l)
 	}
+	if l >= numLevels {
+		l = LevelNone
+	}
 	if s.Count == 0 {
 		*s = Summary{Start: t, End: t, Levels: set, Count: 1, LateKnown: true}
+		s.ByLevel[l] = 1
 		return
 	}
 	s.Late = max(s.Late, s.End-t)
@@ -37,6 +45,7 @@ func (s *Summary) Add(t int64, l Level) {
 	s.End = max(s.End, t)
 	s.Levels |= set
 	s.Count++
+	s.ByLevel[l]++
 }
 
 // Merge returns s widened to cover o, whose lines are stored after s's.
@@ -55,5 +64,8 @@ func (s Summary) Merge(o Summary) Summary {
 	s.End = max(s.End, o.End)
 	s.Levels |= o.Levels
 	s.Count += o.Count
+	for l, n := range o.ByLevel {
+		s.ByLevel[l] += n
+	}
 	return s
 }

@@ -38,7 +38,7 @@ func BenchmarkFlush(b *testing.B) {
 	for _, be := range backends {
 		for _, kind := range []string{"spread", "hot"} {
 			b.Run(be.name+"/"+kind, func(b *testing.B) {
-				cfg := testConfig()
+				cfg := DefaultConfig()
 				cfg.Shard.HotRate = 100
 				s := newTestSink(b, be.open(b), cfg)
 				now := day0

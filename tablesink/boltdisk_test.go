@@ -62,7 +62,7 @@ func TestBoltLoginPagesFill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s := newTestSink(t, st, testConfig())
+	s := newTestSink(t, st, DefaultConfig())
 	table := writeZipfAttempts(t, s, 20000, 2<<20)
 	inuse, alloc := leafStats(t, st, table)
 	if fill := float64(inuse) / float64(alloc); fill < 0.7 {
@@ -89,7 +89,7 @@ func BenchmarkBoltDisk(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := testConfig()
+		cfg := DefaultConfig()
 		s := newTestSink(b, st, cfg)
 		// The day's table exists ahead of its day (Run), as in service.
 		if err := st.CreateTable(context.Background(), tableName(s.prefix, dayOf(day0.UnixNano()))); err != nil {

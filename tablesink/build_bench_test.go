@@ -23,7 +23,7 @@ var sinkJSON []byte
 // entities' JSON made for the request, as AzureStore.Batch does.
 func BenchmarkBuildFlush(b *testing.B) {
 	const n = 60000
-	s := newTestSink(b, nullStore{}, testConfig())
+	s := newTestSink(b, nullStore{}, DefaultConfig())
 	key, data := zipfRecords(b, s, n)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -81,7 +81,7 @@ func eachZipfAttempt(s *Sink, n int, ua func(i int) string, fn func(i int, a *lo
 // its first request.
 func BenchmarkParseRecords(b *testing.B) {
 	const n = 60000
-	s := newTestSink(b, nullStore{}, testConfig())
+	s := newTestSink(b, nullStore{}, DefaultConfig())
 	key, data := zipfRecords(b, s, n)
 	b.SetBytes(int64(len(data)))
 	cpu := benchcpu.Start()

@@ -1,9 +1,7 @@
 package tablesink
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,14 +20,13 @@ type Config struct {
 	FlushInterval time.Duration // --login-flush-interval: the buffer's flush age for login attempts (FlushAge)
 	FlushQuiet    time.Duration // --login-flush-quiet: login attempts are flushed once none came for this long (FlushQuiet)
 	Retries       int           // --login-flush-retries: tries of a transaction on transient errors
-	Instance      string        // --stats-instance: this instance's writer entity in the stats table
 	Shard         shard.Config  // --partitions, --hot-user-rate, --hot-user-salts
 }
 
 // DefaultConfig returns the defaults: 60 days, 16 transactions in flight
 // (a flush holds a few transactions per bucket; several in flight keep
 // the service busy while each round trip waits), flushes of 8 MiB, 5
-// tries, the host name as instance.
+// tries.
 //
 // Why 8 MiB: a transaction covers one bucket, so a flush of n attempts
 // costs about one request per bucket and per 100 of its attempts, and at
@@ -50,9 +47,8 @@ type Config struct {
 // to wait), or at the latest once the oldest is 10 s old, so a lookup sees
 // an attempt within about 10 s even under a steady trickle.
 func DefaultConfig() Config {
-	host, _ := os.Hostname()
 	return Config{RetentionDays: 60, Parallel: 16, FlushBytes: 8 << 20, FlushInterval: 10 * time.Second, FlushQuiet: 500 * time.Millisecond,
-		Retries: 5, Instance: host, Shard: shard.DefaultConfig()}
+		Retries: 5, Shard: shard.DefaultConfig()}
 }
 
 // RegisterFlags adds the login-table flags and shard's flags to fs.
@@ -63,7 +59,6 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.FlushInterval, "login-flush-interval", c.FlushInterval, "flush the login attempts of a day at the latest when the oldest is this old (instead of --flush-interval; with --ack flush, --flush-interval if shorter)")
 	fs.DurationVar(&c.FlushQuiet, "login-flush-quiet", c.FlushQuiet, "flush the login attempts of a day as soon as none has arrived for this long (0: only by size and --login-flush-interval)")
 	fs.IntVar(&c.Retries, "login-flush-retries", c.Retries, "tries of one transaction on transient storage errors (503, 500, timeouts) before the flush fails and is retried later")
-	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name in the stats table (one writer entity per instance; default the host name)")
 	c.Shard.RegisterFlags(fs)
 }
 
@@ -86,9 +81,6 @@ func (c *Config) Validate() error {
 	}
 	if c.Retries < 1 {
 		return fmt.Errorf("cannot use --login-flush-retries %d: want at least 1", c.Retries)
-	}
-	if c.Instance == "" {
-		return errors.New("cannot use an empty --stats-instance: name this instance (the host name could not be read)")
 	}
 	return c.Shard.Validate()
 }

@@ -9,9 +9,6 @@ import (
 // TablePrefix starts every day table's name.
 const TablePrefix = "logins"
 
-// StatsTable holds the telemetry counters.
-const StatsTable = "stats"
-
 const nsPerDay = 86400 * int64(time.Second)
 
 // dayOf is the UTC day number (days since 1970-01-01) of a Unix time.

@@ -1,6 +1,7 @@
-// Package tablesink keeps login attempts in one Azure table per UTC day and
-// the telemetry counters in a data series, on the Azure Table service or an
-// embedded bbolt file with the same names, keys and queries.
+// Package tablesink keeps login attempts in one Azure table per UTC day, on
+// the Azure Table service or an embedded bbolt file with the same names,
+// keys and queries; its Store is the table service the stats package uses
+// too.
 //
 // # Day tables
 //
@@ -72,15 +73,6 @@
 // user's unsalted bucket; if the salted marker comes first, the same range
 // in each salted bucket too, in parallel, merged newest first; it stops
 // once the limit is reached.
-//
-// # Stats
-//
-// Counters counts events per service, hour and level (no allocation): it is
-// the logs stream's buffer.Observer, so it counts the groups of every batch
-// the buffer accepted, from each group's per-level tally; it merges them into table "stats": one entity per
-// service, day and instance holding H00..H23 and H00_info..H23_fatal,
-// updated with read, add and merge under the ETag (data series pattern).
-// ReadStats sums the instances.
 //
 // # Limits enforced here
 //

@@ -7,12 +7,8 @@ import (
 	"ingest/logline"
 )
 
-// The sink is the buffer's flusher of the login stream, and the counters
-// the observer of the logs stream.
-var (
-	_ buffer.Flusher  = (*Sink)(nil)
-	_ buffer.Observer = (*Counters)(nil)
-)
+// The sink is the buffer's flusher of the login stream.
+var _ buffer.Flusher = (*Sink)(nil)
 
 // Flush stores data, whole records of the day table key in pieces, for
 // the buffer (buffer.Flusher): piece by piece, each ending at a record's

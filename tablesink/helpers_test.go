@@ -73,12 +73,6 @@ func newTestSink(t testing.TB, st Store, cfg Config) *Sink {
 	return s
 }
 
-func testConfig() Config {
-	c := DefaultConfig()
-	c.Instance = "test"
-	return c
-}
-
 // countingStore counts calls per method and can fail Batch calls.
 type countingStore struct {
 	Store

@@ -14,7 +14,7 @@ import (
 )
 
 func TestAppendRecord(t *testing.T) {
-	s := newTestSink(t, nil, testConfig())
+	s := newTestSink(t, nil, DefaultConfig())
 	a := &login.Attempt{
 		Time: time.Date(2026, 11, 21, 18, 4, 5, 123456700, time.UTC).UnixNano(),
 		User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("curl/8 \"x\""), ID: []byte("01JDQ8"),
@@ -50,7 +50,7 @@ func TestAppendRecord(t *testing.T) {
 }
 
 func TestAppendRecordRefuses(t *testing.T) {
-	s := newTestSink(t, nil, testConfig())
+	s := newTestSink(t, nil, DefaultConfig())
 	ok := func() login.Attempt { return login.Attempt{Time: day0.UnixNano(), User: []byte("u"), ID: []byte("i")} }
 	f := func(name, wantErr string, mod func(a *login.Attempt)) {
 		t.Helper()
@@ -80,7 +80,7 @@ func TestAppendRecordRefuses(t *testing.T) {
 }
 
 func TestAppendRecordSaltsHotUser(t *testing.T) {
-	cfg := testConfig()
+	cfg := DefaultConfig()
 	cfg.Shard.HotRate = 50
 	s := newTestSink(t, nil, cfg)
 	now := day0
@@ -112,7 +112,7 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 }
 
 func TestAppendRecordAllocs(t *testing.T) {
-	s := newTestSink(t, nil, testConfig())
+	s := newTestSink(t, nil, DefaultConfig())
 	a := &login.Attempt{Time: day0.UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0"), ID: []byte("01JDQ8"), HasSuccess: true, Props: []byte(`{"k":"v"}`)}
 	buf := make([]byte, 0, 4096)
 	n := testing.AllocsPerRun(1000, func() {
@@ -124,7 +124,7 @@ func TestAppendRecordAllocs(t *testing.T) {
 }
 
 func BenchmarkAppendRecord(b *testing.B) {
-	s := newTestSink(b, nil, testConfig())
+	s := newTestSink(b, nil, DefaultConfig())
 	s.now = time.Now
 	a := &login.Attempt{Time: time.Now().UnixNano(), User: []byte("alice@example.com"), IP: []byte("10.0.0.1"), UA: []byte("Mozilla/5.0 (X11; Linux x86_64)"), ID: []byte("01JDQ8XYZ"), HasSuccess: true, Props: []byte(`{"country":"fr"}`)}
 	_, rec, _ := s.AppendRecord(nil, a)
@@ -141,7 +141,7 @@ func BenchmarkAppendRecord(b *testing.B) {
 func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add([]byte("alice@example.com"), []byte("10.0.0.1"), []byte("curl"), []byte("id1"), []byte(`{"a":1}`), true)
 	f.Add([]byte("a/b#c?\x00~%"), []byte(""), []byte("\"\\\n"), []byte("é/日本"), []byte(""), false)
-	s := newTestSink(f, nil, testConfig())
+	s := newTestSink(f, nil, DefaultConfig())
 	f.Fuzz(func(t *testing.T, user, ip, ua, id, props []byte, success bool) {
 		a := &login.Attempt{Time: day0.UnixNano(), User: user, IP: ip, UA: ua, ID: id, Success: success, HasSuccess: true, Props: props}
 		_, out, err := s.AppendRecord(nil, a)
@@ -197,7 +197,7 @@ func FuzzDecodeEntity(f *testing.F) {
 // blocks, every entity still encodes to the JSON it was checked with, and
 // its strings are those of its own record.
 func TestParseRecordsArena(t *testing.T) {
-	s := newTestSink(t, nullStore{}, testConfig())
+	s := newTestSink(t, nullStore{}, DefaultConfig())
 	key, data := zipfRecords(t, s, 5000) // about 1.6 MiB of JSON: several blocks
 	ents, bad := s.parseRecords(key, data)
 	if len(ents) != 5000 || len(bad) != 0 {

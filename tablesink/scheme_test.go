@@ -48,7 +48,7 @@ func writeLegacyTable(t *testing.T, s *Sink, table, user string, salt int, times
 // then holds both) are still read, newest first, next to the new ones.
 func TestLegacyTablesStayReadable(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
-		s := newTestSink(t, st, testConfig())
+		s := newTestSink(t, st, DefaultConfig())
 		yesterday := tableName(s.prefix, dayOf(day0.UnixNano())-1)
 		today := tableName(s.prefix, dayOf(day0.UnixNano()))
 		var oldTimes, upgradeTimes, newTimes []time.Time
@@ -105,7 +105,7 @@ func TestLegacyTablesStayReadable(t *testing.T) {
 func TestSaltedUserRead(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
 		cs := newCounting(st)
-		cfg := testConfig()
+		cfg := DefaultConfig()
 		cfg.Shard.HotRate = 50
 		s := newTestSink(t, cs, cfg)
 		now := day0
@@ -146,7 +146,7 @@ func TestSaltedUserRead(t *testing.T) {
 func TestFlushFillsTransactions(t *testing.T) {
 	func(t *testing.T, st Store) {
 		reg := prometheus.NewRegistry()
-		s, err := New(testConfig(), st, reg, nil)
+		s, err := New(DefaultConfig(), st, reg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestFlushFillsTransactions(t *testing.T) {
 // --login-flush-retries, with growing backoff.
 func TestThrottlingBacksOff(t *testing.T) {
 	cs := newCounting(backends[0].open(t))
-	s := newTestSink(t, cs, testConfig())
+	s := newTestSink(t, cs, DefaultConfig())
 	recs := map[string][]byte{}
 	appendAttempts(t, s, recs, "dave", []time.Time{day0}, "d")
 	busy := fmt.Errorf("503 ServerBusy: %w: %w", ErrThrottled, ErrTransient)
@@ -213,7 +213,7 @@ func TestThrottlingBacksOff(t *testing.T) {
 
 // defaultThrottleBackoff is the throttle backoff bound of try n with the defaults.
 func defaultThrottleBackoff(t *testing.T, n int) time.Duration {
-	s, err := New(testConfig(), nil, nil, nil)
+	s, err := New(DefaultConfig(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newTestSink(t, st, testConfig())
+	s := newTestSink(t, st, DefaultConfig())
 	s.SetDeadLetters(blobs)
 	recs := map[string][]byte{}
 	times := []time.Time{day0, day0.Add(time.Second), day0.Add(2 * time.Second)}

@@ -20,11 +20,11 @@ func TestConfig(t *testing.T) {
 	c := DefaultConfig()
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--login-retention-days", "7", "--partitions", "64", "--stats-instance", "web-1",
+	if err := fs.Parse([]string{"--login-retention-days", "7", "--partitions", "64",
 		"--login-flush-interval", "30s", "--login-flush-quiet", "0"}); err != nil {
 		t.Fatal(err)
 	}
-	if c.RetentionDays != 7 || c.Shard.Partitions != 64 || c.Instance != "web-1" || c.FlushInterval != 30*time.Second || c.FlushQuiet != 0 || c.Validate() != nil {
+	if c.RetentionDays != 7 || c.Shard.Partitions != 64 || c.FlushInterval != 30*time.Second || c.FlushQuiet != 0 || c.Validate() != nil {
 		t.Fatalf("parsed %+v: %v", c, c.Validate())
 	}
 	for _, mod := range []func(*Config){
@@ -34,7 +34,6 @@ func TestConfig(t *testing.T) {
 		func(c *Config) { c.FlushInterval = 0 },
 		func(c *Config) { c.FlushQuiet = -time.Second },
 		func(c *Config) { c.FlushQuiet = c.FlushInterval + 1 },
-		func(c *Config) { c.Instance = "" },
 		func(c *Config) { c.Shard.Partitions = 0 },
 	} {
 		c := DefaultConfig()
@@ -93,7 +92,7 @@ func flushAll(t testing.TB, s *Sink, recs map[string][]byte) {
 
 func TestFlushAndTail(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
-		cfg := testConfig()
+		cfg := DefaultConfig()
 		cfg.Shard.HotRate = 20 // so that 500 attempts within a second are salted
 		s := newTestSink(t, st, cfg)
 		recs := map[string][]byte{}
@@ -153,7 +152,7 @@ func TestFlushAndTail(t *testing.T) {
 // table is read at the same time, its attempts left out).
 func TestTailReadsTomorrowFirst(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
-		s := newTestSink(t, st, testConfig())
+		s := newTestSink(t, st, DefaultConfig())
 		recs := map[string][]byte{}
 		var today, ahead []time.Time
 		for i := range 5 {
@@ -187,7 +186,7 @@ func TestTailReadsTomorrowFirst(t *testing.T) {
 
 func TestFlushReplayDuplicatesNothing(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
-		s := newTestSink(t, st, testConfig())
+		s := newTestSink(t, st, DefaultConfig())
 		recs := map[string][]byte{}
 		var times []time.Time
 		for i := range 250 {
@@ -212,7 +211,7 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 	for _, b := range backends[:1] {
 		cs := newCounting(b.open(t))
 		reg := prometheus.NewRegistry()
-		s, err := New(testConfig(), cs, reg, nil)
+		s, err := New(DefaultConfig(), cs, reg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +262,7 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 func TestRetention(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st Store) {
 		cs := newCounting(st)
-		s := newTestSink(t, cs, testConfig())
+		s := newTestSink(t, cs, DefaultConfig())
 		ctx := context.Background()
 		today := dayOf(day0.UnixNano())
 		for _, d := range []int64{-90, -61, -60, -1, 0} {
@@ -333,7 +332,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestRunMaintainsAtStart(t *testing.T) {
-	s := newTestSink(t, backends[0].open(t), testConfig())
+	s := newTestSink(t, backends[0].open(t), DefaultConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx, time.Hour); close(done) }()
@@ -372,7 +371,7 @@ func (r *rejectingStore) Batch(ctx context.Context, table string, ents []Entity)
 // not hold up, nor take down, the others of its transaction.
 func TestRejectedEntityIsIsolated(t *testing.T) {
 	st := &rejectingStore{Store: backends[0].open(t), bad: "poison"}
-	s, err := New(testConfig(), st, prometheus.NewRegistry(), nil)
+	s, err := New(DefaultConfig(), st, prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +412,7 @@ func (p panickingQueries) Query(ctx context.Context, table, pk, rowFrom, rowTo s
 // returned as an error; the process goes on.
 func TestTailPanic(t *testing.T) {
 	st := backends[0].open(t)
-	s := newTestSink(t, st, testConfig())
+	s := newTestSink(t, st, DefaultConfig())
 	recs := map[string][]byte{}
 	appendAttempts(t, s, recs, "carol", []time.Time{day0, day0.Add(-24 * time.Hour)}, "c")
 	flushAll(t, s, recs)

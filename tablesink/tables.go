@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// Maintain makes sure today's and tomorrow's day tables and the stats table
-// exist (tomorrow's is created ahead of midnight, because Azure throttles a
+// Maintain makes sure today's and tomorrow's day tables exist (tomorrow's is created ahead of midnight, because Azure throttles a
 // brand-new table while it learns its load), then deletes every day table
 // older than --login-retention-days, each with one DeleteTable: never entity
 // by entity. It returns the deleted tables. With dryRun it only lists them.
@@ -20,9 +19,6 @@ func (s *Sink) Maintain(ctx context.Context, dryRun bool) (deleted []string, err
 			if err := s.ensureDayTable(ctx, t); err != nil {
 				errs = append(errs, err)
 			}
-		}
-		if err := s.store.CreateTable(ctx, StatsTable); err != nil {
-			errs = append(errs, fmt.Errorf("cannot create table %s: %w", StatsTable, err))
 		}
 	}
 	old, err := s.ExpiredTables(ctx)

@@ -21,6 +21,7 @@ import (
 	"ingest/loadtest"
 	"ingest/logline"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/tablesink"
 )
 
@@ -249,7 +250,7 @@ func statsCommand(fs *pflag.FlagSet) func() error {
 			}
 		}
 		ctx := context.Background()
-		var hours [24]tablesink.HourStats
+		var hours [24]stats.HourStats
 		if srv, ok, err := beside(scfg); err != nil {
 			return err
 		} else if ok {
@@ -262,7 +263,7 @@ func statsCommand(fs *pflag.FlagSet) func() error {
 				return err
 			}
 			defer be.close()
-			if hours, err = tablesink.ReadStats(ctx, be.tables, service, d); err != nil {
+			if hours, err = stats.Read(ctx, be.tables, service, d); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -273,17 +274,66 @@ func TestDeploySystemdUnit(t *testing.T) {
 	checkRuns(t, args, []string{"/healthz", "/readyz"}, nil)
 }
 
-func TestDeployKubernetes(t *testing.T) {
-	dec := yaml.NewDecoder(strings.NewReader(readRepoFile(t, "deploy/kubernetes/ingest.yaml")))
-	var sts, svc map[string]any
+// k8sDocs decodes a multi-document manifest.
+func k8sDocs(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	dec := yaml.NewDecoder(strings.NewReader(readRepoFile(t, path)))
+	var docs []map[string]any
 	for {
 		var doc map[string]any
 		if err := dec.Decode(&doc); err != nil {
 			if errors.Is(err, io.EOF) {
-				break
+				return docs
 			}
-			t.Fatalf("deploy/kubernetes/ingest.yaml: %v", err)
+			t.Fatalf("%s: %v", path, err)
 		}
+		docs = append(docs, doc)
+	}
+}
+
+// podContainer is a pod spec's first container, its args and its
+// environment (INGEST_* variables as NAME=value; the Secret a variable
+// comes from as secret:NAME/KEY).
+func podContainer(t *testing.T, pod any) (c map[string]any, args []string, env map[string]string) {
+	t.Helper()
+	c = dig(pod, "containers").([]any)[0].(map[string]any)
+	for _, a := range c["args"].([]any) {
+		args = append(args, a.(string))
+	}
+	env = map[string]string{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		if ref := dig(e, "valueFrom", "secretKeyRef"); ref != nil {
+			env[e["name"].(string)] = fmt.Sprintf("secret:%v/%v", dig(ref, "name"), dig(ref, "key"))
+			continue
+		}
+		env[e["name"].(string)] = e["value"].(string)
+	}
+	return c, args, env
+}
+
+// mountOf returns the volume mounted at or above path, and its mount path.
+func mountOf(pod, c map[string]any, path string) (volume map[string]any, mountPath string) {
+	for _, m := range c["volumeMounts"].([]any) {
+		m := m.(map[string]any)
+		mp := m["mountPath"].(string)
+		if path != mp && !strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/") {
+			continue
+		}
+		vols, _ := pod["volumes"].([]any)
+		for _, v := range vols {
+			if v := v.(map[string]any); v["name"] == m["name"] {
+				return v, mp
+			}
+		}
+		return map[string]any{"name": m["name"]}, mp
+	}
+	return nil, ""
+}
+
+func TestDeployKubernetes(t *testing.T) {
+	var sts, svc map[string]any
+	for _, doc := range k8sDocs(t, "deploy/kubernetes/ingest.yaml") {
 		switch doc["kind"] {
 		case "StatefulSet":
 			sts = doc
@@ -296,24 +346,19 @@ func TestDeployKubernetes(t *testing.T) {
 	if sts == nil || svc == nil {
 		t.Fatal("want a StatefulSet and a Service")
 	}
-	c := dig(sts, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
-	var args []string
-	for _, a := range c["args"].([]any) {
-		args = append(args, a.(string))
-	}
+	pod := dig(sts, "spec", "template", "spec").(map[string]any)
+	c, args, envs := podContainer(t, pod)
 
 	// The data directory is the mounted volume claim.
 	dataDir, _ := flagValue(args, "data-dir")
 	claim := dig(sts, "spec", "volumeClaimTemplates").([]any)[0].(map[string]any)
-	mounted := false
-	for _, m := range c["volumeMounts"].([]any) {
-		m := m.(map[string]any)
-		if m["name"] == dig(claim, "metadata", "name") && m["mountPath"] == dataDir {
-			mounted = true
-		}
+	if _, mp := mountOf(pod, c, dataDir); mp != dataDir {
+		t.Errorf("--data-dir %q is not where a volume is mounted", dataDir)
 	}
-	if !mounted {
-		t.Errorf("--data-dir %q is not where the volume claim is mounted", dataDir)
+	for _, m := range c["volumeMounts"].([]any) {
+		if m := m.(map[string]any); m["mountPath"] == dataDir && m["name"] != dig(claim, "metadata", "name") {
+			t.Errorf("--data-dir %q is not the volume claim %v", dataDir, dig(claim, "metadata", "name"))
+		}
 	}
 
 	// Ports: the container port is the listen port, the probes and the
@@ -342,27 +387,156 @@ func TestDeployKubernetes(t *testing.T) {
 	// Environment: the connection string from a Secret; every INGEST_*
 	// variable names a flag of serve.
 	var env []string
-	fromSecret := false
-	for _, e := range c["env"].([]any) {
-		e := e.(map[string]any)
-		name := e["name"].(string)
-		if name == "AZURE_STORAGE_CONNECTION_STRING" {
-			fromSecret = dig(e, "valueFrom", "secretKeyRef", "key") != nil
-			continue
-		}
-		if flag, ok := strings.CutPrefix(name, "INGEST_"); ok {
-			env = append(env, name+"="+e["value"].(string))
-			checkParses(t, "env "+name, []string{"serve", "--" + strings.ReplaceAll(strings.ToLower(flag), "_", "-"), e["value"].(string)})
-		}
-	}
-	if !fromSecret {
+	if !strings.HasPrefix(envs["AZURE_STORAGE_CONNECTION_STRING"], "secret:") {
 		t.Error("AZURE_STORAGE_CONNECTION_STRING is not taken from a Secret")
 	}
-	if sc := dig(sts, "spec", "template", "spec", "securityContext", "runAsNonRoot"); sc != true {
+	for name, value := range envs {
+		if flag, ok := strings.CutPrefix(name, "INGEST_"); ok {
+			env = append(env, name+"="+value)
+			checkParses(t, "env "+name, []string{"serve", "--" + envFlag(flag), value})
+		}
+	}
+	if sc := dig(pod, "securityContext", "runAsNonRoot"); sc != true {
 		t.Error("the pod does not run as non-root")
 	}
+	checkK8sShutdown(t, sts, pod, c, args)
+	tokens := checkK8sTokens(t, pod, c, args)
+	if v, ok := flagValue(args, "max-conns-per-ip"); !ok || (v != "0" && atoi(t, v) < atoi(t, flagOr(args, "max-conns", "10000"))) {
+		t.Errorf("--max-conns-per-ip %q: behind a proxy every connection comes from its few addresses; want 0 (none) or at least --max-conns", v)
+	}
 	checkParses(t, "StatefulSet args", args, env...)
-	checkRuns(t, args, probes, nil, env...)
+	checkRuns(t, append(withoutFlags(args, "tokens"), "--tokens", tokens), probes, nil, env...)
+	checkK8sDrainJob(t, sts, claim, args, envs)
+}
+
+// envFlag is the flag an INGEST_ variable names.
+func envFlag(name string) string { return strings.ReplaceAll(strings.ToLower(name), "_", "-") }
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q is not a number", s)
+	}
+	return n
+}
+
+// flagOr is --name's value in args, else def.
+func flagOr(args []string, name, def string) string {
+	if v, ok := flagValue(args, name); ok {
+		return v
+	}
+	return def
+}
+
+// checkK8sShutdown: the pod lingers in preStop so the Service stops
+// routing to it first, then gets SIGTERM, and the grace period covers
+// both and --shutdown-timeout (which bounds the whole exit) with room to
+// spare, so the kubelet never kills a flush midway; a scaled-down
+// replica's volume (its write-ahead log) is kept.
+func checkK8sShutdown(t *testing.T, sts, pod, c map[string]any, args []string) {
+	t.Helper()
+	sleep, _ := dig(c, "lifecycle", "preStop", "sleep", "seconds").(int)
+	if sleep < 1 || sleep > 30 {
+		t.Errorf("preStop sleep %d s: want a short one (1..30 s) so the Service stops routing before SIGTERM", sleep)
+	}
+	timeout, err := time.ParseDuration(flagOr(args, "shutdown-timeout", "30s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	grace, _ := pod["terminationGracePeriodSeconds"].(int)
+	if need := time.Duration(sleep)*time.Second + timeout + 5*time.Second; time.Duration(grace)*time.Second < need {
+		t.Errorf("terminationGracePeriodSeconds %d: want at least the preStop sleep (%d s) + --shutdown-timeout (%v) + 5 s", grace, sleep, timeout)
+	}
+	if p := dig(sts, "spec", "persistentVolumeClaimRetentionPolicy", "whenScaled"); p != "Retain" {
+		t.Errorf("persistentVolumeClaimRetentionPolicy.whenScaled %v: a removed replica's volume holds its write-ahead log; want Retain", p)
+	}
+}
+
+// checkK8sTokens: --tokens is a file of a mounted Secret. It returns a
+// tokens file of the test's own to start the server with.
+func checkK8sTokens(t *testing.T, pod, c map[string]any, args []string) string {
+	t.Helper()
+	path, ok := flagValue(args, "tokens")
+	if !ok {
+		t.Fatal("serve has no --tokens: the API would be open to anyone who reaches the Service")
+	}
+	vol, _ := mountOf(pod, c, path)
+	if vol == nil || dig(vol, "secret", "secretName") == nil {
+		t.Errorf("--tokens %q is not in a mounted Secret", path)
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte("tok-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// checkK8sDrainJob: the drain Job runs `ingest drain` on a volume claim of
+// the StatefulSet (data-ingest-N), with the StatefulSet's storage and
+// sink settings, and drains a data directory.
+func checkK8sDrainJob(t *testing.T, sts, claim map[string]any, serveArgs []string, serveEnv map[string]string) {
+	t.Helper()
+	var job map[string]any
+	for _, doc := range k8sDocs(t, "deploy/kubernetes/drain-job.yaml") {
+		if doc["kind"] == "Job" {
+			job = doc
+		}
+	}
+	if job == nil {
+		t.Fatal("deploy/kubernetes/drain-job.yaml has no Job")
+	}
+	pod := dig(job, "spec", "template", "spec").(map[string]any)
+	c, args, env := podContainer(t, pod)
+	if len(args) == 0 || args[0] != "drain" {
+		t.Fatalf("the Job runs %q, want ingest drain", args)
+	}
+	dataDir, _ := flagValue(args, "data-dir")
+	vol, mp := mountOf(pod, c, dataDir)
+	claimName, _ := dig(vol, "persistentVolumeClaim", "claimName").(string)
+	pattern := fmt.Sprintf(`^%s-%s-\d+$`, dig(claim, "metadata", "name"), dig(sts, "metadata", "name"))
+	if mp != dataDir || !regexp.MustCompile(pattern).MatchString(claimName) {
+		t.Errorf("drain --data-dir %q is not a mounted claim of the StatefulSet (%s): %q at %q", dataDir, pattern, claimName, mp)
+	}
+	if env["AZURE_STORAGE_CONNECTION_STRING"] != serveEnv["AZURE_STORAGE_CONNECTION_STRING"] {
+		t.Errorf("the Job takes the connection string from %q, the StatefulSet from %q", env["AZURE_STORAGE_CONNECTION_STRING"], serveEnv["AZURE_STORAGE_CONNECTION_STRING"])
+	}
+	// Every setting of serve that drain takes too is the same in the Job:
+	// another container or compression would strand or split the data.
+	for i := 1; i < len(serveArgs); i++ {
+		name, ok := strings.CutPrefix(serveArgs[i], "--")
+		if !ok || name == "data-dir" || i+1 >= len(serveArgs) {
+			continue
+		}
+		value := serveArgs[i+1]
+		if ingestexec.Command(binary, "drain", "--"+name, value, "--help").Run() != nil {
+			continue // not a flag of drain
+		}
+		if got, _ := flagValue(args, name); got != value {
+			t.Errorf("serve runs with --%s %s, the drain Job with %q", name, value, got)
+		}
+	}
+	var envList []string
+	for name, value := range serveEnv {
+		if flag, ok := strings.CutPrefix(name, "INGEST_"); ok && ingestexec.Command(binary, "drain", "--"+envFlag(flag), value, "--help").Run() == nil && env[name] != value {
+			t.Errorf("serve has %s=%s, the drain Job %q", name, value, env[name])
+		}
+	}
+	for name, value := range env {
+		if strings.HasPrefix(name, "INGEST_") {
+			envList = append(envList, name+"="+value)
+		}
+	}
+	checkParses(t, "drain Job args", args, envList...)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "wal"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := ingestexec.Command(binary, append(withoutFlags(args, "data-dir"), "--data-dir", dir)...)
+	cmd.Env = append(cmd.Env, envList...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the drain Job's command on a data directory: %v\n%s", err, out)
+	}
 }
 
 // dig walks nested YAML maps; nil when a key is missing.

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"ingest/internal/azurite"
 	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 )
@@ -129,12 +128,7 @@ func TestSIGTERMWithRequestInFlight(t *testing.T) {
 // 1), and the next start replays the WAL so that every acknowledged event
 // is stored exactly once.
 func TestStorageDownReadyzAndShutdownTimeout(t *testing.T) {
-	azurite.Shared(t)          // skip without Azurite (fail under CI)
-	az, err := azurite.Start() // of its own: pausing the shared one would stall other tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(az.Stop)
+	az, pause := pausedAzurite(t)
 	dir := t.TempDir()
 	args := []string{"--storage", az.ConnString(), "--container", "down", "--flush-interval", "50ms",
 		"--storage-try-timeout", "1s", "--shutdown-timeout", "2s"}
@@ -147,19 +141,7 @@ func TestStorageDownReadyzAndShutdownTimeout(t *testing.T) {
 	}
 	s.waitDrained()
 
-	if err := az.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	paused := true
-	resume := func() {
-		if paused {
-			paused = false
-			if err := az.Resume(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume) // before az.Stop
+	resume := pause()
 	if got := s.waitStatus("/readyz", 503, 30*time.Second); !strings.Contains(got, "storage unreachable") {
 		t.Fatalf("/readyz with storage paused = %q, want it to name storage", got)
 	}
@@ -272,7 +254,7 @@ func TestRaceBinaryUnderMixedLoad(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := startBinary(t, bin, 0, dir, "--flush-interval", "100ms", "--flush-bytes", "256KiB", "--blob-max-bytes", "1MiB",
-		"--wal-segment-bytes", "1MiB", "--stats-interval", "1s")
+		"--wal-segment-bytes", "1MiB")
 	cfg := loadtest.DefaultConfig()
 	cfg.Target = s.url
 	cfg.Quiet = true

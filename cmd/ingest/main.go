@@ -16,8 +16,8 @@
 // serve.go runs the server as named steps; pipeline.go opens what it serves
 // from in request order (storage, the sinks and counters, the buffer's
 // stream registry wiring them); backend.go opens storage for every command;
-// commands.go, tail.go, healthcheck.go and version.go are the other
-// commands; runfile.go records a running server for the commands beside it;
+// commands.go, tail.go, drain.go, healthcheck.go and version.go are the
+// other commands; runfile.go records a running server for the commands beside it;
 // terminal.go escapes stored text on its way to a terminal.
 package main
 
@@ -54,6 +54,7 @@ var commands = []command{
 	{"loadtest", "", "the load generator", loadtestCommand},
 	{"healthcheck", "", "exit 0 when a running server answers 200 (for container health checks)", healthcheckCommand},
 	{"tail", "", "follow a running server's live tail (NDJSON)", tailCommand},
+	{"drain", "", "store what a data directory's write-ahead log holds, then exit (no server)", drainCommand},
 }
 
 func main() {
@@ -82,7 +83,12 @@ func main() {
 		}
 		// An error may quote what a server or storage answered.
 		fmt.Fprintf(os.Stderr, "ingest %s: %s\n", name, termSafe(err.Error()))
-		os.Exit(1)
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		os.Exit(code)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestCommandsBesideRunningServer(t *testing.T) {
 	dir := t.TempDir()
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(tokens, []byte("writer\n"), 0o600)
-	s := start(t, dir, "--flush-interval", "50ms", "--stats-interval", "100ms", "--tokens", tokens)
+	s := start(t, dir, "--flush-interval", "50ms", "--tokens", tokens)
 	auth := map[string]string{"Authorization": "Bearer writer"}
 	postAuth := func(path string, body []byte) {
 		t.Helper()

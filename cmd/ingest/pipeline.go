@@ -11,24 +11,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
 
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
 	"ingest/intake/group"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/storage"
 	"ingest/tablesink"
 )
 
 // pipeline is what the server serves from, in request order: the buffer
 // (with its write-ahead log) in front of the blob and table sinks, the
-// stats counters, and the storage under them.
+// stats table the blob sink counts into, and the storage under them.
 type pipeline struct {
-	be       *backend
-	logins   *tablesink.Sink
-	counters *tablesink.Counters
-	buf      *buffer.Buffer
+	be     *backend
+	logins *tablesink.Sink
+	stats  *stats.Table
+	buf    *buffer.Buffer
 }
 
 // logsFlushJoin is how many of a log key's waiting chunks one flush takes
@@ -42,6 +44,31 @@ type sinkConfigs struct {
 	buffer buffer.Config
 	blobs  blobsink.Config
 	tables tablesink.Config
+	stats  stats.Config
+}
+
+// pipelineFlags registers the storage flags and the pipeline's parts'
+// flags (the commands that open a pipeline, serve and drain, take the
+// same), with their defaults.
+func pipelineFlags(fs *pflag.FlagSet) (*storage.Config, *sinkConfigs) {
+	scfg := storageFlags(fs)
+	c := &sinkConfigs{buffer: buffer.DefaultConfig(), blobs: blobsink.DefaultConfig(), tables: tablesink.DefaultConfig(), stats: stats.DefaultConfig()}
+	addGroup(fs, groupBuffer, c.buffer.RegisterFlags)
+	addGroup(fs, groupBlobs, c.blobs.RegisterFlags)
+	addGroup(fs, groupTables, c.tables.RegisterFlags)
+	addGroup(fs, groupStats, c.stats.RegisterFlags)
+	return scfg, c
+}
+
+// Validate checks the parts' settings (the storage settings are checked
+// when the backend opens).
+func (c *sinkConfigs) Validate() error {
+	for _, v := range []interface{ Validate() error }{&c.buffer, &c.blobs, &c.tables, &c.stats} {
+		if err := v.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // newRegistry returns the metrics registry, with the Go runtime's and the
@@ -77,30 +104,32 @@ func openPipeline(ctx context.Context, scfg *storage.Config, cfg sinkConfigs, re
 		return nil, err
 	}
 	logins.SetDeadLetters(be.blobs) // _deadletter/logins/... beside the logs
-	counters, err := tablesink.NewCounters(be.tables, cfg.tables.Instance, reg, log)
+	statsTable, err := stats.New(be.tables, cfg.stats)
 	if err != nil {
 		return nil, err
 	}
+	// Each flush counts what it stored, keyed to its blob, so a replay
+	// neither loses nor repeats a count.
+	blobSink.CountInto(statsTable)
 	buf, err := buffer.Open(ctx, cfg.buffer, scfg.WALDir(), []buffer.StreamDef{
 		// A joined flush is one append and one metadata write for up to
 		// four chunks, where one chunk each paid both.
-		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, Observer: counters, FlushJoin: logsFlushJoin, Checksums: blobSink.TakesSums()},
+		{ID: buffer.StreamLogs, Name: "logs", Flusher: blobSink, FlushJoin: logsFlushJoin, Checksums: blobSink.TakesSums()},
 		{ID: buffer.StreamLogins, Name: "logins", Flusher: logins,
 			FlushBytes: logins.ChunkBytes(), FlushAge: logins.FlushAge(), FlushQuiet: logins.FlushQuiet()},
 	}, reg, log)
 	if err != nil {
 		return nil, err
 	}
-	return &pipeline{be: be, logins: logins, counters: counters, buf: buf}, nil
+	return &pipeline{be: be, logins: logins, stats: statsTable, buf: buf}, nil
 }
 
 // runBackground starts the pipeline's periodic work: the day tables
-// (tomorrow's ahead of midnight, retention) and the stats merges. The
-// returned function stops it.
-func (p *pipeline) runBackground(statsInterval time.Duration) (stop func()) {
+// (tomorrow's ahead of midnight, retention). The returned function stops
+// it.
+func (p *pipeline) runBackground() (stop func()) {
 	bg, stop := context.WithCancel(context.Background())
 	go p.logins.Run(bg, time.Hour)
-	go p.counters.Run(bg, statsInterval)
 	return stop
 }
 
@@ -116,7 +145,7 @@ func newServer(hcfg httpapi.Config, gcfg group.Config, qcfg query.Config, p *pip
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Stats: p.counters,
+	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Stats: p.stats,
 		Registry: reg, Log: log, Ready: readyProbe(p.be.blobs), Query: qcfg, LocalToken: localToken, Groups: groups})
 }
 

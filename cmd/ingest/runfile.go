@@ -23,8 +23,8 @@ import (
 	"ingest/httpapi"
 	"ingest/logline"
 	"ingest/query"
+	"ingest/stats"
 	"ingest/storage"
-	"ingest/tablesink"
 )
 
 // The run file: a server on the embedded backend holds the table store
@@ -275,8 +275,8 @@ func (c *serverClient) logins(user string, days, limit int) ([]attemptRow, error
 }
 
 // stats is GET /v1/stats/{service}?day=.
-func (c *serverClient) stats(service string, day time.Time) ([24]tablesink.HourStats, error) {
-	var out [24]tablesink.HourStats
+func (c *serverClient) stats(service string, day time.Time) ([24]stats.HourStats, error) {
+	var out [24]stats.HourStats
 	var ans httpapi.StatsAnswer
 	if err := c.call(http.MethodGet, "/v1/stats/"+url.PathEscape(service)+"?day="+day.Format("2006-01-02"), &ans); err != nil {
 		return out, err

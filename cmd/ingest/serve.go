@@ -14,25 +14,17 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/httpapi"
 	"ingest/intake/group"
 	"ingest/query"
-	"ingest/tablesink"
 )
 
 // serveCommand declares the server's flags and returns the server: check
 // the flags, open the pipeline (storage, sinks, buffer; replaying the WAL),
 // serve HTTP until SIGINT or SIGTERM, then shut down in order.
 func serveCommand(fs *pflag.FlagSet) func() error {
-	scfg := storageFlags(fs)
-	bcfg := buffer.DefaultConfig()
-	addGroup(fs, groupBuffer, bcfg.RegisterFlags)
-	sinkCfg := blobsink.DefaultConfig()
-	addGroup(fs, groupBlobs, sinkCfg.RegisterFlags)
-	tcfg := tablesink.DefaultConfig()
-	addGroup(fs, groupTables, tcfg.RegisterFlags)
+	scfg, sinks := pipelineFlags(fs)
 	hcfg := httpapi.DefaultConfig()
 	addGroup(fs, groupHTTP, hcfg.RegisterFlags)
 	gcfg := group.DefaultConfig()
@@ -45,7 +37,7 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		}
-		for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &gcfg, &qcfg, &cfg} {
+		for _, v := range []interface{ Validate() error }{scfg, sinks, &hcfg, &gcfg, &qcfg, &cfg} {
 			if err := v.Validate(); err != nil {
 				return err
 			}
@@ -54,12 +46,17 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		if err != nil {
 			return err
 		}
-		setMemoryLimit(bcfg.BufferBytes+hcfg.MaxInflightBytes, log)
+		release, err := lockDataDir(scfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer release()
+		setMemoryLimit(sinks.buffer.BufferBytes+hcfg.MaxInflightBytes, log)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
 		reg := newRegistry()
-		p, err := openPipeline(ctx, scfg, sinkConfigs{buffer: bcfg, blobs: sinkCfg, tables: tcfg}, reg, log)
+		p, err := openPipeline(ctx, scfg, *sinks, reg, log)
 		if err != nil {
 			return err
 		}
@@ -78,19 +75,19 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		}
 		defer removeRunFile()
 		defer reloadOnHangup(srv, &hcfg, log)()
-		stopBG := p.runBackground(cfg.StatsInterval)
+		stopBG := p.runBackground()
 		defer stopBG()
 
 		serveErr := make(chan error, 1)
 		go func() { serveErr <- srv.Serve() }()
-		log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", bcfg.Ack,
-			"flush_interval", bcfg.FlushInterval, "flush_bytes", bcfg.FlushBytes, "buffer_bytes", bcfg.BufferBytes)
+		log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", sinks.buffer.Ack,
+			"flush_interval", sinks.buffer.FlushInterval, "flush_bytes", sinks.buffer.FlushBytes, "buffer_bytes", sinks.buffer.BufferBytes)
 		select {
 		case err := <-serveErr:
 			return fmt.Errorf("cannot serve HTTP: %w", err)
 		case <-ctx.Done():
 		}
-		return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
+		return shutdown(srv, p.buf, stopBG, cfg.ShutdownTimeout, log)
 	}
 }
 
@@ -98,21 +95,23 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 // packages it wires together.
 type serveConfig struct {
 	LogLevel        string
-	ShutdownTimeout time.Duration // to flush every buffer at shutdown
-	StatsInterval   time.Duration // between merges of the counters into the stats table
+	ShutdownTimeout time.Duration // bounds the whole exit, flushes included
 }
 
 // defaultServeConfig returns the settings the flags default to.
 func defaultServeConfig() serveConfig {
-	return serveConfig{LogLevel: "info", ShutdownTimeout: 30 * time.Second, StatsInterval: 10 * time.Second}
+	return serveConfig{LogLevel: "info", ShutdownTimeout: 30 * time.Second}
 }
 
 // RegisterFlags adds the server's own flags to fs, with c's values as
 // their defaults.
 func (c *serveConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: debug, info, warn, error")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed to flush every buffer at shutdown; what is left stays in the WAL")
-	fs.DurationVar(&c.StatsInterval, "stats-interval", c.StatsInterval, "how often the per-service counters are merged into the stats table")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "time allowed for the whole exit on SIGTERM, flushes included: flushes still running then are cancelled, what is not stored stays in the WAL (exit code 1)")
+	// Counts are written with each flush now; the flag stays so that
+	// configurations that set it still start.
+	fs.Duration("stats-interval", 10*time.Second, "not used: event counts are written with each flush")
+	_ = fs.MarkDeprecated("stats-interval", "event counts are written with each flush; remove it")
 }
 
 // Validate checks the log level. It changes nothing.
@@ -148,23 +147,21 @@ func setMemoryLimit(budgets int64, log *slog.Logger) {
 	log.Debug("soft memory limit set", "bytes", limit)
 }
 
-// shutdown stops in order: refuse new work (503), let requests in progress
-// finish, flush every buffer, flush the counters, close the listener.
-func shutdown(srv *httpapi.Server, buf *buffer.Buffer, counters *tablesink.Counters, stopBG func(), timeout time.Duration, log *slog.Logger) error {
+// shutdown stops in order, within timeout: refuse new work (503), let
+// requests in progress finish, flush every buffer (each flush counts its
+// events into the stats table), close the listener.
+func shutdown(srv *httpapi.Server, buf *buffer.Buffer, stopBG func(), timeout time.Duration, log *slog.Logger) error {
 	log.Info("shutting down: refusing new requests, flushing buffers", "timeout", timeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	srv.Drain(ctx)
 	flushErr := buf.Close(ctx)
 	stopBG()
-	if err := counters.Flush(ctx); err != nil {
-		log.Warn("cannot flush the stats counters", "err", err)
-	}
 	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("cannot close HTTP connections cleanly", "err", err)
 	}
 	if flushErr != nil {
-		log.Error("shutdown incomplete", "err", flushErr)
+		log.Error("shutdown incomplete: what is not stored stays in the write-ahead log, and the next start on this --data-dir, or ingest drain, stores it exactly once", "err", flushErr)
 		return flushErr
 	}
 	log.Info("shutdown complete: every buffer is flushed")

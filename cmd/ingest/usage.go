@@ -24,6 +24,7 @@ const (
 	groupBuffer   = "buffer"
 	groupBlobs    = "blobsink"
 	groupTables   = "tablesink"
+	groupStats    = "stats"
 	groupQuery    = "query"
 	groupStorage  = "storage"
 	groupLoadtest = "loadtest"
@@ -45,7 +46,8 @@ var groupTitles = []struct{ id, title string }{
 	{groupIntake, "Intake limits"},
 	{groupBuffer, "Buffer, write-ahead log, acknowledgement"},
 	{groupBlobs, "Blobs"},
-	{groupTables, "Login tables and stats"},
+	{groupTables, "Login tables"},
+	{groupStats, "Stats"},
 	{groupQuery, "Queries"},
 	{groupLoadtest, "Load generator"},
 	{groupStorage, "Storage"},

@@ -214,7 +214,6 @@ func (g *Grouper) AddEvent(e *logline.Event) error {
 	}
 	gr.Data = g.enc.AppendLine(gr.Data, e)
 	gr.Events++
-	gr.Tally[e.Level]++           // for the stats counters, the stream's observer
 	gr.Lines.Add(e.Time, e.Level) // the blob's metadata, without reading the lines back
 	return nil
 }

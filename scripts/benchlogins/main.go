@@ -174,9 +174,7 @@ func dropDayTables(svc *aztables.ServiceClient) {
 func tailCurve(svc *aztables.ServiceClient, sizes []int, attempts, parallel int) {
 	ctx := context.Background()
 	store := tablesink.NewAzureStore(svc)
-	cfg := tablesink.DefaultConfig()
-	cfg.Instance = "benchlogins"
-	sink, err := tablesink.New(cfg, store, nil, nil)
+	sink, err := tablesink.New(tablesink.DefaultConfig(), store, nil, nil)
 	check(err)
 	_, err = sink.Maintain(ctx, false) // today's and tomorrow's tables, as a server creates them
 	check(err)

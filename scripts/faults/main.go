@@ -11,6 +11,14 @@
 //	outage  Azurite stopped (SIGSTOP: blob and table service) for --outage
 //	        (30 s) under steady load: lost, duplicated, longest answer, peak
 //	        RSS against the memory budget, time to drain the backlog.
+//	fleet   4 instances on one Azurite behind the load generator's
+//	        round-robin, logs and login attempts (3,000 events/s, and one
+//	        user attacked at 1,000 attempts/s) for 20 s: one stopped for
+//	        good, one killed and restarted, one killed and its directory
+//	        drained with ingest drain, then Azurite frozen for 10 s. Read back through the survivor: lost, duplicated,
+//	        blobs holding two instances' events, the hottest
+//	        partition-second, the stats table against the blobs
+//	        (internal/fleetrun).
 //	soak    --minutes (30) at half the measured capacity, printing RSS
 //	        (anonymous, and file-backed apart), goroutines, open files, WAL
 //	        bytes and the server's p99 every 10 s, and whether they stayed
@@ -43,6 +51,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/internal/azurite"
+	"ingest/internal/fleetrun"
 	"ingest/internal/ingestexec"
 	"ingest/loadtest"
 	"ingest/query"
@@ -66,7 +75,7 @@ var serverLogLevel = "warn"
 func main() {
 	var o options
 	pflag.BoolVar(&o.quick, "quick", false, "the short variant: 3 kill cycles, a 10 s outage, a 2-minute soak")
-	only := pflag.String("only", "kill9,outage,soak", "which runs, comma separated: kill9, outage, soak")
+	only := pflag.String("only", "kill9,outage,fleet,soak", "which runs, comma separated: kill9, outage, fleet, soak")
 	pflag.IntVar(&o.cycles, "cycles", 10, "kill -9 cycles per configuration")
 	pflag.DurationVar(&o.outage, "outage", 30*time.Second, "how long Azurite is stopped")
 	pflag.Float64Var(&o.minutes, "minutes", 30, "soak length in minutes")
@@ -89,8 +98,8 @@ func main() {
 	o.only = strings.Split(*only, ",")
 	o.configs = strings.Split(*configs, ",")
 	for _, r := range o.only {
-		if r != "kill9" && r != "outage" && r != "soak" {
-			fail(fmt.Errorf("cannot run %q: --only takes kill9, outage and soak", r))
+		if r != "kill9" && r != "outage" && r != "fleet" && r != "soak" {
+			fail(fmt.Errorf("cannot run %q: --only takes kill9, outage, fleet and soak", r))
 		}
 	}
 
@@ -111,6 +120,9 @@ func main() {
 	}
 	if slices.Contains(o.only, "outage") {
 		ok = runOutage(bin, dir, o) && ok
+	}
+	if slices.Contains(o.only, "fleet") {
+		ok = runFleet(bin, dir, o) && ok
 	}
 	if slices.Contains(o.only, "soak") {
 		ok = runSoak(bin, dir, o) && ok
@@ -162,23 +174,6 @@ func (s *server) stop() bool {
 		return false
 	}
 	return true
-}
-
-// loadConfig is the load of the kill -9 and outage runs: logs and login
-// attempts, open loop, gzip, read back at the end.
-func loadConfig(target string, rate float64, d time.Duration) loadtest.Config {
-	cfg := loadtest.DefaultConfig()
-	cfg.Target = target
-	cfg.Rate = rate
-	cfg.Duration = d
-	cfg.Concurrency = 8
-	cfg.Batch = 200
-	cfg.LoginsRatio = 0.2
-	cfg.Users = 2000
-	cfg.Encoding = "gzip"
-	cfg.Verify = true
-	cfg.Quiet = true
-	return cfg
 }
 
 // verdict prints the verification line of a run and says whether it holds.
@@ -253,7 +248,7 @@ func runKill9(bin, dir string, o options) bool {
 			}
 			done := make(chan *loadtest.Report, 1)
 			go func() {
-				rep, err := loadtest.Run(context.Background(), loadConfig(s.url(), o.rate, d), io.Discard)
+				rep, err := loadtest.Run(context.Background(), fleetrun.LoadConfig(s.url(), o.rate, d), io.Discard)
 				check(err)
 				done <- rep
 			}()
@@ -297,7 +292,7 @@ func runOutage(bin, dir string, o options) bool {
 	}
 	done := make(chan *loadtest.Report, 1)
 	go func() {
-		rep, err := loadtest.Run(context.Background(), loadConfig(s.url(), o.rate, pre+o.outage+post), io.Discard)
+		rep, err := loadtest.Run(context.Background(), fleetrun.LoadConfig(s.url(), o.rate, pre+o.outage+post), io.Discard)
 		check(err)
 		done <- rep
 	}()
@@ -358,6 +353,34 @@ func runOutage(bin, dir string, o options) bool {
 	return good
 }
 
+// runFleet runs four instances on one Azurite through the fleet's faults
+// (internal/fleetrun) and prints what reading back found.
+func runFleet(bin, dir string, o options) bool {
+	// Four servers, Azurite and the load generator share the machine: a
+	// lighter load than the single server's runs.
+	const load, freeze, rate, attack = 20 * time.Second, 10 * time.Second, 3000, 1000
+	fmt.Printf("\n== fleet: %d instances on one Azurite, round-robin, %d events/s (20%% login attempts) + %d attempts/s on one user for %v; Azurite frozen %v ==\n",
+		fleetrun.Instances, rate, attack, load, freeze)
+	az, err := azurite.Start()
+	check(err)
+	defer az.Stop()
+	fleetDir := filepath.Join(dir, "fleet")
+	check(os.MkdirAll(fleetDir, 0o755))
+	res, err := fleetrun.Run(context.Background(), fleetrun.Config{Bin: bin, Dir: fleetDir, Azurite: az, Load: load, Freeze: freeze,
+		Rate: rate, Attack: attack, Log: os.Stdout})
+	if err != nil {
+		fmt.Printf("  FLEET RUN FAILED: %v\n", err)
+		return false
+	}
+	res.Print(os.Stdout)
+	fmt.Printf("  answers: %s\n", statusSummary(res.Report.Status))
+	if !res.OK() {
+		fmt.Println("  FLEET RUN BROKE A PROMISE")
+		return false
+	}
+	return true
+}
+
 // runSoak runs at half the measured capacity and samples the server every
 // 10 s.
 func runSoak(bin, dir string, o options) bool {
@@ -366,7 +389,7 @@ func runSoak(bin, dir string, o options) bool {
 	s := newServer(bin, dir, "soak", "--flush-interval", "2s")
 	s.start()
 	rate := halfCapacity(s)
-	cfg := loadConfig(s.url(), rate, d)
+	cfg := fleetrun.LoadConfig(s.url(), rate, d)
 	cfg.LoginsRatio = 0.1
 	cfg.Batch = 500
 	done := make(chan *loadtest.Report, 1)
