@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/spf13/pflag"
 
-	"ingest/internal/httperr"
 	"ingest/intake/login"
+	"ingest/internal/httperr"
 )
 
 func TestConfig(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync"
 
-	"ingest/internal/httperr"
 	"ingest/intake/login"
+	"ingest/internal/httperr"
 	"ingest/shard"
 )
 
