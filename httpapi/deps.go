@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"ingest/buffer"
+	"ingest/cluster"
 	"ingest/tablesink"
 )
 
@@ -38,4 +39,13 @@ type Logins interface {
 // (*tablesink.Counters): a service's counts for a day, per hour.
 type Stats interface {
 	ReadStats(ctx context.Context, service string, day time.Time) ([24]tablesink.HourStats, error)
+}
+
+// Cluster is what the server needs of the instances sharing its storage
+// (*cluster.Membership): the live ones for GET /v1/cluster and for the
+// tail's fan-out, and the key its peers present to follow its own tail.
+type Cluster interface {
+	Members() []cluster.Member // the live instances, this one included
+	Peers() []cluster.Member   // the other live instances
+	TailKey() string
 }

@@ -11,11 +11,14 @@
 //	POST /v1/logins                      login attempts
 //	GET  /v1/logs?service=S&from=T&to=T  query by blob prefix, NDJSON, streamed
 //	GET  /v1/logins/{user}               a user's latest attempts, newest first
-//	GET  /v1/tail, /v1/services          live tail, the services stored
+//	GET  /v1/tail, /v1/services          live tail (every instance's), the services stored
+//	GET  /v1/cluster                     the live instances sharing the storage
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
 //
-// Every /v1/ path needs a token when --tokens is set, known or not.
+// Every /v1/ path needs a token when --tokens is set, known or not; an
+// instance's own tail (/v1/tail?local=1) also takes its tail key, which the
+// other instances of the cluster read from the cluster table (tailpeers.go).
 //
 // A request's body is read through a byte budget for bodies in flight
 // (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive
@@ -29,6 +32,7 @@
 // error is a 500.
 //
 // The server takes what it serves from as small interfaces of its own
-// (Deps: Buffer, Logins, Stats, query.Store), which *buffer.Buffer,
-// *tablesink.Sink, *tablesink.Counters and the blob stores satisfy.
+// (Deps: Buffer, Logins, Stats, Cluster, query.Store), which *buffer.Buffer,
+// *tablesink.Sink, *tablesink.Counters, *cluster.Membership and the blob
+// stores satisfy.
 package httpapi

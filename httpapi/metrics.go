@@ -19,6 +19,11 @@ type metrics struct {
 
 	connsRefused      *prometheus.CounterVec
 	connsRefusedPerIP prometheus.Counter
+
+	// The tail's fan-out to the other instances of the cluster.
+	tailPeerStreams prometheus.Gauge
+	tailPeerErrors  prometheus.Counter
+	tailPeerBytes   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,7 +48,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Connections refused at accept time, by reason (per_ip: --max-conns-per-ip; answered 429 over HTTP, closed under TLS)."}, []string{"reason"}),
 	}
 	m.connsRefusedPerIP = m.connsRefused.WithLabelValues("per_ip")
+	m.tailPeerStreams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_peer_streams",
+		Help: "Streams this instance follows from other instances' tails: one per tail client and other live instance."})
+	m.tailPeerErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_peer_errors_total",
+		Help: "Streams from other instances' tails that failed or ended while wanted (each retried with backoff while the instance is live)."})
+	m.tailPeerBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_peer_bytes_total",
+		Help: "NDJSON bytes received from other instances' tails."})
 	if reg != nil {
+		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes)
 		reg.MustRegister(m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +40,17 @@ type Config struct {
 	MaxConns             int
 	MaxConnsPerIP        int
 	Pprof                bool
+	// AdvertiseURL is where the other instances reach this one (its peers'
+	// live tails); empty: the listen address, or this host's address when
+	// listening on every interface.
+	AdvertiseURL string
+	// TailBudgetBytes bounds the memory of every live tail at once: lines
+	// waiting for readers, lines being encoded, streams from peers (0: the
+	// default).
+	TailBudgetBytes int64
+	// MaxTailReaders bounds the open GET /v1/tail streams, peers' included
+	// (429 past it; 0: the default).
+	MaxTailReaders int
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -52,6 +65,8 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:       16 << 10,
 		MaxConns:             10000,
 		MaxConnsPerIP:        1000,
+		TailBudgetBytes:      64 << 20,
+		MaxTailReaders:       256,
 	}
 }
 
@@ -73,6 +88,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "base URL at which the other instances reach this one (default: the --listen address, or this host's first non-loopback address when listening on all interfaces)")
+	flagutil.BytesVar(fs, &c.TailBudgetBytes, "tail-budget-bytes", c.TailBudgetBytes, "memory for every live tail at once (lines waiting for readers, streams from other instances); a reader that falls behind loses events, with a marker")
+	fs.IntVar(&c.MaxTailReaders, "max-tail-readers", c.MaxTailReaders, "open GET /v1/tail streams at most, those of other instances included (each client tail opens one on every instance); past it 429")
 }
 
 // Validate checks the settings. It changes nothing.
@@ -88,6 +106,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("cannot use a negative --max-conns, --max-conns-per-ip or timeout")
+	}
+	if c.TailBudgetBytes != 0 && c.TailBudgetBytes < 1<<20 || c.MaxTailReaders < 0 {
+		return fmt.Errorf("cannot use --tail-budget-bytes %d or --max-tail-readers %d: want at least 1MiB and 1", c.TailBudgetBytes, c.MaxTailReaders)
+	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("cannot use --advertise-url %q: want http://HOST:PORT or https://HOST:PORT", c.AdvertiseURL)
+		}
 	}
 	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
 		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
@@ -113,6 +139,9 @@ type Deps struct {
 	// --tokens is set: the one the server records in its data directory
 	// for the command line beside it.
 	LocalToken string
+	// Cluster lists the instances sharing the storage; nil: this one alone
+	// (GET /v1/cluster lists it, tails follow no peer).
+	Cluster Cluster
 }
 
 // Server is the HTTP server.
@@ -130,6 +159,8 @@ type Server struct {
 	routes   routes
 	ln       net.Listener
 	tail     tailHub
+	// peerClient follows the other instances' tails.
+	peerClient *http.Client
 	// lingering counts connections reading and dropping the rest of a
 	// refused body (linger.go).
 	lingering atomic.Int32
@@ -161,6 +192,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.met = newMetrics(deps.Registry)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
+	s.tail.max, s.tail.budget.limit = cfg.MaxTailReaders, cfg.TailBudgetBytes
+	if s.tail.max == 0 {
+		s.tail.max = DefaultConfig().MaxTailReaders
+	}
+	if s.tail.budget.limit == 0 {
+		s.tail.budget.limit = DefaultConfig().TailBudgetBytes
+	}
+	s.peerClient = newPeerClient(cfg)
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.routes = s.newRoutes()
 	s.srv = &fasthttp.Server{

@@ -63,7 +63,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.FlushInterval, "login-flush-interval", c.FlushInterval, "flush the login attempts of a day at the latest when the oldest is this old (instead of --flush-interval; with --ack flush, --flush-interval if shorter)")
 	fs.DurationVar(&c.FlushQuiet, "login-flush-quiet", c.FlushQuiet, "flush the login attempts of a day as soon as none has arrived for this long (0: only by size and --login-flush-interval)")
 	fs.IntVar(&c.Retries, "login-flush-retries", c.Retries, "tries of one transaction on transient storage errors (503, 500, timeouts) before the flush fails and is retried later")
-	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name in the stats table (one writer entity per instance; default the host name)")
+	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name: its entity in the stats table and its entry in the cluster table (default the host name, which a StatefulSet pod keeps across restarts; give each instance its own)")
 	c.Shard.RegisterFlags(fs)
 }
 

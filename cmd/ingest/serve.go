@@ -16,6 +16,7 @@ import (
 
 	"ingest/blobsink"
 	"ingest/buffer"
+	"ingest/cluster"
 	"ingest/httpapi"
 	"ingest/query"
 	"ingest/tablesink"
@@ -39,13 +40,15 @@ func runServe(args []string) error {
 	qcfg.RegisterFlags(fs)
 	cfg := defaultServeConfig()
 	cfg.RegisterFlags(fs)
+	ccfg := cluster.DefaultConfig()
+	ccfg.RegisterFlags(fs)
 	if err := parse(fs, "ingest [serve] [flags]", args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg} {
+	for _, v := range []interface{ Validate() error }{scfg, &bcfg, &sinkCfg, &tcfg, &hcfg, &qcfg, &cfg, &ccfg} {
 		if err := v.Validate(); err != nil {
 			return err
 		}
@@ -68,7 +71,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(hcfg, qcfg, p, localToken, reg, log)
+	members, err := openCluster(scfg, ccfg, tcfg.Instance, reg, log)
+	if err != nil {
+		return err
+	}
+	members.Watch(p.logins.Keyer().SetInstances) // --hot-user-rate is the cluster's
+	srv, err := newServer(hcfg, qcfg, p, members, localToken, reg, log)
 	if err != nil {
 		return err
 	}
@@ -77,6 +85,7 @@ func runServe(args []string) error {
 		return err
 	}
 	defer removeRunFile()
+	leave := joinCluster(ctx, members, &hcfg, addr)
 	defer reloadOnHangup(srv, &hcfg, log)()
 	stopBG := p.runBackground(cfg.StatsInterval)
 	defer stopBG()
@@ -90,6 +99,7 @@ func runServe(args []string) error {
 		return fmt.Errorf("cannot serve HTTP: %w", err)
 	case <-ctx.Done():
 	}
+	leave()
 	return shutdown(srv, p.buf, p.counters, stopBG, cfg.ShutdownTimeout, log)
 }
 
