@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"ingest/buffer"
+	"ingest/cluster"
 	"ingest/intake/group"
 	"ingest/intake/login"
 	"ingest/stats"
@@ -40,4 +41,13 @@ type Logins interface {
 // service's counts for a day, per hour.
 type Stats interface {
 	ReadStats(ctx context.Context, service string, day time.Time) ([24]stats.HourStats, error)
+}
+
+// Cluster is what the server needs of the instances sharing its storage
+// (*cluster.Membership): the live ones for GET /v1/cluster and for the
+// tail's fan-out, and the key its peers present to follow its own tail.
+type Cluster interface {
+	Members() []cluster.Member // the live instances, this one included
+	Peers() []cluster.Member   // the other live instances
+	TailKey() string
 }

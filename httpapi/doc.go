@@ -11,13 +11,16 @@
 //	POST /v1/logins                      login attempts
 //	GET  /v1/logs?service=S&from=T&to=T  query by blob prefix, NDJSON, streamed
 //	GET  /v1/logins/{user}               a user's latest attempts, newest first
-//	GET  /v1/tail, /v1/services          live tail, the services stored
+//	GET  /v1/tail, /v1/services          live tail (every instance's), the services stored
+//	GET  /v1/cluster                     the live instances sharing the storage
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
 //
-// Every /v1/ path needs a token when --tokens is set, known or not. Before
-// any route, guard.go refuses a Host that names another site when no
-// tokens are set (DNS rebinding; the probes excepted) and a write a
+// Every /v1/ path needs a token when --tokens is set, known or not; an
+// instance's own tail (/v1/tail?local=1) also takes its tail key, which the
+// other instances of the cluster read from the cluster table (tailpeers.go).
+// Before any route, guard.go refuses a Host that names another site when
+// no tokens are set (DNS rebinding; the probes excepted) and a write a
 // browser sent from another origin (cross-site forms).
 //
 // A request's body is read through a byte budget for requests in flight
@@ -47,6 +50,7 @@
 // query.ControlKey, which no event has.
 //
 // The server takes what it serves from as small interfaces of its own
-// (Deps: Buffer, Logins, Stats, query.Store), which *buffer.Buffer,
-// *tablesink.Sink, *stats.Table and the blob stores satisfy.
+// (Deps: Buffer, Logins, Stats, Cluster, query.Store), which *buffer.Buffer,
+// *tablesink.Sink, *stats.Table, *cluster.Membership and the blob stores
+// satisfy.
 package httpapi

@@ -22,6 +22,10 @@ type metrics struct {
 
 	panics         *prometheus.CounterVec
 	queriesRefused prometheus.Counter
+	// The tail's fan-out to the other instances of the cluster.
+	tailPeerStreams prometheus.Gauge
+	tailPeerErrors  prometheus.Counter
+	tailPeerBytes   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,7 +54,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Panics recovered while serving a request, by where (handler: answered 500; stream: the answer ended with an in-band error line). Each is a bug; the stack is in the log."}, []string{"where"})
 	m.queriesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_queries_refused_total",
 		Help: "Reads refused (429) because --max-concurrent-queries were running."})
+	m.tailPeerStreams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_peer_streams",
+		Help: "Streams this instance follows from other instances' tails: one per tail client and other live instance."})
+	m.tailPeerErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_peer_errors_total",
+		Help: "Streams from other instances' tails that failed or ended while wanted (each retried with backoff while the instance is live)."})
+	m.tailPeerBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_peer_bytes_total",
+		Help: "NDJSON bytes received from other instances' tails."})
 	if reg != nil {
+		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes)
 		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m

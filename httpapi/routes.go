@@ -36,6 +36,9 @@ func (s *Server) newRoutes() routes {
 		{name: "readyz", match: is("/readyz"), serve: s.ready},
 		{name: "metrics", match: is("/metrics"), serve: s.metrics},
 		{name: "page", method: fasthttp.MethodGet, match: isPage, serve: s.page},
+		// Checks its own token: another instance following this one's tail
+		// presents this instance's tail key instead of a client's token.
+		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.withTailKeyOrToken(s.tailLogs)},
 	}
 	if s.cfg.Pprof {
 		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withProfileAccess(pprofhandler.PprofHandler)})
@@ -49,10 +52,10 @@ func (s *Server) newRoutes() routes {
 			serve: unscoped("posting login attempts", s.parsedTypesOnly(true, func(ctx *fasthttp.RequestCtx) { s.ingest(ctx, true) }))},
 		{name: "get_logs", method: fasthttp.MethodGet, match: is("/v1/logs"), serve: s.queryLogs},
 		{name: "get_logins", method: fasthttp.MethodGet, match: below("/v1/logins/"), serve: s.queryLogins},
-		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.tailLogs},
+		{name: "get_cluster", method: fasthttp.MethodGet, match: is("/v1/cluster"), serve: s.listCluster},
 		{name: "get_services", method: fasthttp.MethodGet, match: is("/v1/services"), serve: s.listServices},
 		// The paths above, with a method they do not take.
-		{name: "other", match: anyOf(under("/v1/logs"), under("/v1/logins"), is("/v1/tail"), is("/v1/services")),
+		{name: "other", match: anyOf(under("/v1/logs"), under("/v1/logins"), is("/v1/tail"), is("/v1/services"), is("/v1/cluster")),
 			serve: func(ctx *fasthttp.RequestCtx) { methodNotAllowed(ctx, "GET, POST") }},
 	}
 	return rt

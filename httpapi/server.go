@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,11 +43,20 @@ type Config struct {
 	MaxConnsPerIP        int
 	Pprof                bool
 	// AdvertiseURL is how other instances and clients reach this server
-	// (http or https, no path); its host is also accepted in Host headers.
+	// (http or https, no path): its peers' live tails use it, and its host
+	// is also accepted in Host headers. Empty: the listen address, or this
+	// host's address when listening on every interface.
 	AdvertiseURL string
 	// MaxConcurrentQueries bounds the reads that scan storage at once
 	// (querygate.go); 0 means DefaultMaxConcurrentQueries.
 	MaxConcurrentQueries int
+	// TailBudgetBytes bounds the memory of every live tail at once: lines
+	// waiting for readers, lines being encoded, streams from peers (0: the
+	// default).
+	TailBudgetBytes int64
+	// MaxTailReaders bounds the open GET /v1/tail streams, peers' included
+	// (429 past it; 0: the default).
+	MaxTailReaders int
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -61,6 +72,8 @@ func DefaultConfig() Config {
 		MaxConns:             10000,
 		MaxConnsPerIP:        1000,
 		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
+		TailBudgetBytes:      64 << 20,
+		MaxTailReaders:       256,
 	}
 }
 
@@ -82,8 +95,10 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (with --tokens to tokens without a service list, else to clients on this machine only)")
-	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "the URL other instances and clients reach this server by; its host is also accepted in Host headers")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "the URL other instances and clients reach this server by; its host is also accepted in Host headers (default: the --listen address, or this host's first non-loopback address when listening on all interfaces)")
 	fs.IntVar(&c.MaxConcurrentQueries, "max-concurrent-queries", c.MaxConcurrentQueries, "reads that scan storage at once (GET /v1/logs and its histograms, /v1/logins/{user}, /v1/services); past it a read waits up to 2 s, then gets 429")
+	flagutil.BytesVar(fs, &c.TailBudgetBytes, "tail-budget-bytes", c.TailBudgetBytes, "memory for every live tail at once (lines waiting for readers, streams from other instances); a reader that falls behind loses events, with a marker")
+	fs.IntVar(&c.MaxTailReaders, "max-tail-readers", c.MaxTailReaders, "open GET /v1/tail streams at most, those of other instances included (each client tail opens one on every instance); past it 429")
 }
 
 // Validate checks the settings. It changes nothing.
@@ -99,6 +114,14 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("cannot use a negative --max-conns, --max-conns-per-ip or timeout")
+	}
+	if c.TailBudgetBytes != 0 && c.TailBudgetBytes < 1<<20 || c.MaxTailReaders < 0 {
+		return fmt.Errorf("cannot use --tail-budget-bytes %d or --max-tail-readers %d: want at least 1MiB and 1", c.TailBudgetBytes, c.MaxTailReaders)
+	}
+	if c.AdvertiseURL != "" {
+		if u, err := url.Parse(c.AdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("cannot use --advertise-url %q: want http://HOST:PORT or https://HOST:PORT", c.AdvertiseURL)
+		}
 	}
 	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
 		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
@@ -136,6 +159,9 @@ type Deps struct {
 	// per-request and per-hour limits; nil: group.DefaultConfig() over
 	// Logins.
 	Groups *group.Pool
+	// Cluster lists the instances sharing the storage; nil: this one alone
+	// (GET /v1/cluster lists it, tails follow no peer).
+	Cluster Cluster
 }
 
 // Server is the HTTP server.
@@ -155,6 +181,8 @@ type Server struct {
 	routes   routes
 	ln       net.Listener
 	tail     tailHub
+	// peerClient follows the other instances' tails.
+	peerClient *http.Client
 	// lingering counts connections reading and dropping the rest of a
 	// refused body (linger.go).
 	lingering atomic.Int32
@@ -196,6 +224,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.queries = newQueryGate(cmp.Or(cfg.MaxConcurrentQueries, DefaultMaxConcurrentQueries))
 	s.panics = newPanicLog(deps.Log, s.met.panics)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
+	s.tail.max, s.tail.budget.limit = cfg.MaxTailReaders, cfg.TailBudgetBytes
+	if s.tail.max == 0 {
+		s.tail.max = DefaultConfig().MaxTailReaders
+	}
+	if s.tail.budget.limit == 0 {
+		s.tail.budget.limit = DefaultConfig().TailBudgetBytes
+	}
+	s.peerClient = newPeerClient(cfg)
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.routes = s.newRoutes()
 	s.srv = &fasthttp.Server{

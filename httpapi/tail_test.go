@@ -5,8 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,9 +89,11 @@ func TestTailRefusesBadRequests(t *testing.T) {
 // counted as dropped, and the reader then sees its events and a marker line.
 func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	var dropped int
-	h := tailHub{dropped: func(n int) { dropped += n }}
-	r := &tailReader{services: map[string]bool{"api": true}, queue: make(chan tailChunk, tailQueueChunks), done: make(chan struct{})}
-	other := &tailReader{services: map[string]bool{"web": true}, queue: make(chan tailChunk, tailQueueChunks), done: make(chan struct{})}
+	var s Server
+	h := &s.tail
+	h.dropped, h.max, h.budget.limit = func(n int) { dropped += n }, 10, 64<<20
+	r, other := newTailReader(), newTailReader()
+	r.services, other.services = map[string]bool{"api": true}, map[string]bool{"web": true}
 	h.add(r)
 	h.add(other)
 	var b buffer.Batch
@@ -112,8 +118,11 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	if got := int64(len(r.queue)) * 1000; got+int64(dropped) != rounds*1000 {
 		t.Fatalf("queued %d + dropped %d events, want %d", got, dropped, rounds*1000)
 	}
-	if r.queued.Load() > tailQueueBytes {
-		t.Fatalf("queue holds %d bytes, over %d", r.queued.Load(), tailQueueBytes)
+	if r.held.Load() > tailQueueBytes {
+		t.Fatalf("queue holds %d bytes, over %d", r.held.Load(), tailQueueBytes)
+	}
+	if used := h.budget.used.Load(); used != r.held.Load()+2*tailReaderBytes {
+		t.Fatalf("budget charged %d bytes, want the queue's %d once plus two readers' %d", used, r.held.Load(), 2*tailReaderBytes)
 	}
 	if len(other.queue) != 0 {
 		t.Fatalf("a reader of another service got %d groups", len(other.queue))
@@ -126,12 +135,16 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var s Server
 		s.streamTail(w, r, &tailFilter{})
 	}()
 	waitFor(t, func() bool { return len(r.queue) == 0 })
 	h.remove(r)
 	<-done
+	r.drain()
+	h.remove(other)
+	if used := h.budget.used.Load(); used != 0 {
+		t.Fatalf("budget still charged %d bytes once every reader is gone", used)
+	}
 	w.Flush()
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != queued*1000+1 || query.ControlKind([]byte(lines[1000])) != query.ControlDropped {
@@ -148,4 +161,129 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// tailConfig is the fixture's configuration with the given tail limits.
+func tailConfig(readers int, budget int64) Config {
+	return Config{MaxBodyBytes: 8 << 20, MaxDecompressedBytes: 8 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: 10 * time.Second,
+		MaxTailReaders: readers, TailBudgetBytes: budget}
+}
+
+// openTail opens GET /v1/tail?service=... and returns the response (the
+// stream) or the refusal.
+func openTail(t *testing.T, f *fixture, query string) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://ingest/v1/tail?"+query, nil)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	return resp, cancel
+}
+
+// TestTailReaderCap: past --max-tail-readers a tail gets 429 naming the
+// flag, and a slot freed is taken again.
+func TestTailReaderCap(t *testing.T) {
+	defer func(d time.Duration) { tailHeartbeat = d }(tailHeartbeat)
+	tailHeartbeat = 50 * time.Millisecond
+	f := newFixture(t, tailConfig(2, 0), buffer.Config{})
+	_, cancel := openTail(t, f, "service=a")
+	openTail(t, f, "service=b")
+	resp, _ := openTail(t, f, "service=c")
+	if resp.StatusCode != 429 {
+		t.Fatalf("third tail = %d, want 429", resp.StatusCode)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "--max-tail-readers") {
+		t.Fatalf("third tail = %d %q (Retry-After %q), want 429 naming --max-tail-readers", resp.StatusCode, b, resp.Header.Get("Retry-After"))
+	}
+	cancel()
+	waitFor(t, func() bool { return f.srv.tail.n.Load() == 1 })
+	if resp, _ := openTail(t, f, "service=c"); resp.StatusCode != 200 {
+		t.Fatalf("tail after one left = %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestTailBudgetBoundsEncoding: a line whose encoding the tail budget
+// cannot hold is dropped for the reader, with a marker, while the lines
+// around it come through; the budget is all given back at the end.
+func TestTailBudgetBoundsEncoding(t *testing.T) {
+	defer func(d time.Duration) { tailHeartbeat = d }(tailHeartbeat)
+	tailHeartbeat = 50 * time.Millisecond
+	f := newFixture(t, tailConfig(4, 1<<20), buffer.Config{})
+	resp, cancel := openTail(t, f, "service=api")
+	waitFor(t, func() bool { return f.srv.tail.active() })
+	// 700 KB fits the budget as a group, but not with its encoding.
+	big := `{"service":"api","id":"big","msg":"` + strings.Repeat("x", 700_000) + `"}`
+	body := `{"service":"api","id":"before","msg":"a"}` + "\n" + big + "\n" + `{"service":"api","id":"after","msg":"b"}`
+	if code, _, b := f.do(t, "POST", "/v1/logs", nil, []byte(body)); code != 202 {
+		t.Fatalf("POST = %d %s", code, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 4<<20)
+	var got []string
+	for len(got) < 3 && sc.Scan() {
+		var m struct {
+			ID      string
+			Dropped int
+		}
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s%d", m.ID, m.Dropped))
+	}
+	if strings.Join(got, " ") != "before0 after0 1" {
+		t.Fatalf("tail gave %v, want before, after, then a marker of 1 dropped", got)
+	}
+	cancel()
+	waitFor(t, func() bool { return !f.srv.tail.active() })
+	waitFor(t, func() bool { return f.srv.tail.budget.used.Load() == 0 })
+}
+
+// TestTailStalledReaderIsDropped: a reader that never reads is cut off
+// once its writes make no progress for tailStall, and gives its budget back.
+func TestTailStalledReaderIsDropped(t *testing.T) {
+	defer func(d time.Duration) { tailStall = d }(tailStall)
+	tailStall = 300 * time.Millisecond
+	f := newTCPFixture(t, tailConfig(4, 0), buffer.Config{})
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/tail?service=* HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, func() bool { return f.srv.tail.active() })
+	var b bytes.Buffer
+	for i := 0; b.Len() < 3<<20; i++ {
+		fmt.Fprintf(&b, `{"service":"api","id":"%d","msg":"%s"}`+"\n", i, strings.Repeat("y", 1000))
+	}
+	if code, _, body := f.do(t, "POST", "/v1/logs", nil, b.Bytes()); code != 202 {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	waitFor(t, func() bool { return !f.srv.tail.active() })
+	waitFor(t, func() bool { return f.srv.tail.budget.used.Load() == 0 })
+}
+
+// TestTailHeadersAtOnce: a tail's headers are sent before any event or
+// heartbeat, so a client (another instance's fan-out among them, which
+// gives up on headers after 10 s) knows at once that the tail is on.
+func TestTailHeadersAtOnce(t *testing.T) {
+	f := newFixture(t, Config{}, buffer.Config{})
+	defer f.srv.tail.close() // ends the stream, which has no heartbeat due for 10 s
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://ingest/v1/tail?service=api", nil)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatalf("no headers within 5 s of opening a quiet tail (heartbeat every %v): %v", tailHeartbeat, err)
+	}
+	resp.Body.Close()
 }

@@ -13,10 +13,10 @@ type Config struct {
 	// user to another bucket: keep it fixed for as long as tables within the
 	// retention hold data, or their attempts become unreadable.
 	Partitions int
-	// HotRate is the per-user rate (attempts/s, as seen by this instance) at
-	// which a user's attempts start being salted over several partitions.
-	// With N instances behind a load balancer each sees about 1/N of a user's
-	// rate: keep HotRate*N under Azure's 2,000 entities/s partition target.
+	// HotRate is the per-user rate (attempts/s, across every instance of
+	// the cluster) at which a user's attempts start being salted over
+	// several partitions: each instance salts a user once its own share
+	// crosses HotRate divided by the live instances (Keyer.SetInstances).
 	HotRate float64
 	// Salts is the maximum number of salted partitions per user (0 disables
 	// salting, else 2..100). A hot user's attempts are spread evenly over
@@ -39,7 +39,7 @@ func DefaultConfig() Config {
 // with c's current values as defaults.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Partitions, "partitions", c.Partitions, "hash buckets the login PartitionKey is drawn from (1..65536); do not change while login tables hold data")
-	fs.Float64Var(&c.HotRate, "hot-user-rate", c.HotRate, "attempts/s of one user (seen by this instance) above which the user's attempts are salted over several partitions")
+	fs.Float64Var(&c.HotRate, "hot-user-rate", c.HotRate, "attempts/s of one user across every instance of the cluster above which the user's attempts are salted over several partitions (each instance salts once its own share passes this rate divided by the live instances)")
 	fs.IntVar(&c.Salts, "hot-user-salts", c.Salts, "salted partitions per hot user (0 disables salting, else 2..100); reads of a user who was salted that day query all of them")
 }
 

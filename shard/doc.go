@@ -56,8 +56,19 @@
 // idempotent. The writer also stores a marker row (SaltedMarker) in the
 // user's unsalted bucket, which sorts first in the user's range: a read
 // starts with one range query there and fans out to the salted buckets
-// (ReadKeys) only when the marker says so. Each instance estimates rates
-// on its own; with N instances keep N x HotRate well below 2,000/s.
+// (ReadKeys) only when the marker says so.
+//
+// HotRate is a rate across the cluster. Each instance estimates rates on
+// its own and salts a user once its own share crosses HotRate/N, N the live
+// instances (Keyer.SetInstances, from the cluster membership). Whatever way
+// a user's attempts spread over the instances, each puts at most about
+// HotRate/N per second of them into the unsalted bucket, so the bucket
+// takes at most about HotRate per second from the whole cluster; an
+// attack spread evenly is salted as soon as it crosses HotRate, one that
+// lands on a single instance a little early (at HotRate/N). Sharing the
+// sketches through storage would give the exact cluster rate but cost
+// requests per second per instance and a round trip of delay, for a bound
+// no better than this one.
 //
 // # The first key scheme
 //

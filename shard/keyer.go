@@ -29,19 +29,35 @@ type window [sketchDepth * sketchWidth]atomic.Uint32
 // one for the current second, one for the previous), whatever the number of
 // users.
 type Keyer struct {
-	cfg    Config
-	sec    atomic.Int64 // the second window[sec&1] counts
-	mu     sync.Mutex   // serialises window rotation
-	win    [2]window
-	salted atomic.Uint64
+	cfg       Config
+	threshold atomic.Uint64 // float64 bits: HotRate over the live instances
+	sec       atomic.Int64  // the second window[sec&1] counts
+	mu        sync.Mutex    // serialises window rotation
+	win       [2]window
+	salted    atomic.Uint64
 }
 
 // NewKeyer returns a Keyer for a validated cfg.
 func NewKeyer(cfg Config) *Keyer {
 	k := &Keyer{cfg: cfg}
 	k.sec.Store(math.MinInt64)
+	k.SetInstances(1)
 	return k
 }
+
+// SetInstances sets the number of live instances sharing Config.HotRate,
+// a rate across all of them: this instance salts a user once its own share
+// crosses HotRate/n. Whatever way a user's attempts spread over the
+// instances, each puts at most about HotRate/n per second of them into the
+// user's unsalted bucket before salting, so that bucket takes at most
+// about HotRate per second from the whole cluster. n below 1 counts as 1.
+func (k *Keyer) SetInstances(n int) {
+	k.threshold.Store(math.Float64bits(k.cfg.HotRate / float64(max(n, 1))))
+}
+
+// Threshold is the per-instance rate (attempts/s) above which a user is
+// salted now.
+func (k *Keyer) Threshold() float64 { return math.Float64frombits(k.threshold.Load()) }
 
 // Config returns the Keyer's settings.
 func (k *Keyer) Config() Config { return k.cfg }
@@ -53,7 +69,7 @@ func (k *Keyer) Salted() uint64 { return k.salted.Load() }
 // bucket of its user, and records the attempt in the user's rate. unixNano
 // is the intake (arrival) time: it is the clock of the rate estimate, so
 // pass the time the attempt is accepted, not the client's timestamp. A user
-// above Config.HotRate gets the bucket of (user, salt), the salt chosen from
+// above Threshold gets the bucket of (user, salt), the salt chosen from
 // a hash of id, so the decision must be stored with the attempt (the
 // caller's write-ahead log keeps the key) for a replay to reuse it.
 func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
@@ -62,7 +78,7 @@ func (k *Keyer) PartitionKey(dst, user, id []byte, unixNano int64) []byte {
 		return appendBucket(dst, k.bucket(h, -1))
 	}
 	rate := k.observe(h, unixNano)
-	if rate <= k.cfg.HotRate {
+	if rate <= k.Threshold() {
 		return appendBucket(dst, k.bucket(h, -1))
 	}
 	var sh uint64

@@ -203,3 +203,60 @@ func BenchmarkPartitionKey(b *testing.B) {
 		}
 	})
 }
+
+// TestClusterRate: --hot-user-rate is a rate across the instances. One
+// user at 2,700/s spread over 6 instances (450/s each, under the default
+// 500) is salted once each instance knows there are 6, and the unsalted
+// bucket then takes at most about HotRate a second from all of them,
+// whatever the spread.
+func TestClusterRate(t *testing.T) {
+	const user = "victim@example.com"
+	f := func(name string, shares []float64, instances int, wantHomeMax int) {
+		t.Helper()
+		keyers := make([]*Keyer, len(shares))
+		for i := range keyers {
+			keyers[i] = NewKeyer(DefaultConfig())
+			keyers[i].SetInstances(instances)
+		}
+		home := string(keyers[0].AppendKey(nil, []byte(user), -1))
+		// Each instance takes its share of 2,700/s for 5 s; the attempts
+		// of one second are counted per bucket over all instances.
+		perSecond := map[int64]int{}
+		for i, k := range keyers {
+			n := int(shares[i] * 2700 * 5)
+			if n == 0 {
+				continue
+			}
+			step := int64(5e9) / int64(n)
+			var buf, id []byte
+			for j := range n {
+				id = strconv.AppendInt(append(id[:0], byte('a'+i)), int64(j), 10)
+				ts := t0 + int64(j)*step
+				if buf = k.PartitionKey(buf[:0], []byte(user), id, ts); string(buf) == home {
+					perSecond[ts/1e9]++
+				}
+			}
+		}
+		homeMax := 0
+		for _, n := range perSecond {
+			homeMax = max(homeMax, n)
+		}
+		if homeMax > wantHomeMax {
+			t.Errorf("%s: the unsalted bucket took %d attempts in its busiest second, want at most %d", name, homeMax, wantHomeMax)
+		}
+		t.Logf("%s: unsalted bucket's busiest second %d attempts", name, homeMax)
+	}
+	even := []float64{1. / 6, 1. / 6, 1. / 6, 1. / 6, 1. / 6, 1. / 6}
+	f("even over 6, each knowing 6", even, 6, 550)
+	f("70/10/5/5/5/5 over 6", []float64{0.7, 0.1, 0.05, 0.05, 0.05, 0.05}, 6, 550)
+	f("all on one of 6", []float64{1, 0, 0, 0, 0, 0}, 6, 550)
+	// Each instance judging alone never salts: the whole attack in one bucket.
+	keyers := NewKeyer(DefaultConfig())
+	if keyers.Threshold() != 500 {
+		t.Fatalf("alone: threshold %g, want 500", keyers.Threshold())
+	}
+	keyers.SetInstances(0)
+	if keyers.Threshold() != 500 {
+		t.Fatalf("SetInstances(0): threshold %g, want 500", keyers.Threshold())
+	}
+}

@@ -22,7 +22,7 @@ func DefaultConfig() Config {
 // RegisterFlags adds the stats flags to fs, with c's values as their
 // defaults (start from DefaultConfig).
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name, written with the event counts of each blob it writes into the stats table (default the host name)")
+	fs.StringVar(&c.Instance, "stats-instance", c.Instance, "this instance's name: written with the event counts of each blob it writes into the stats table, and its entry in the cluster table (default the host name, which a StatefulSet pod keeps across restarts; give each instance its own)")
 }
 
 // Validate checks the settings. It changes nothing.

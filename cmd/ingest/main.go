@@ -15,7 +15,8 @@
 //
 // serve.go runs the server as named steps; pipeline.go opens what it serves
 // from in request order (storage, the sinks and counters, the buffer's
-// stream registry wiring them); backend.go opens storage for every command;
+// stream registry wiring them); cluster.go joins the other instances on the
+// same account; backend.go opens storage for every command;
 // commands.go, tail.go, drain.go, healthcheck.go and version.go are the
 // other commands; runfile.go records a running server for the commands beside it;
 // terminal.go escapes stored text on its way to a terminal.

@@ -134,7 +134,7 @@ func (p *pipeline) runBackground() (stop func()) {
 }
 
 // newServer builds the HTTP server on the pipeline and binds its address.
-func newServer(hcfg httpapi.Config, gcfg group.Config, qcfg query.Config, p *pipeline, localToken string, reg *prometheus.Registry, log *slog.Logger) (*httpapi.Server, error) {
+func newServer(hcfg httpapi.Config, gcfg group.Config, qcfg query.Config, p *pipeline, members httpapi.Cluster, localToken string, reg *prometheus.Registry, log *slog.Logger) (*httpapi.Server, error) {
 	if hcfg.Pprof {
 		// The mutex and block profiles stay empty unless sampled: one
 		// contended unlock in 100, one blocking event per 100 µs blocked.
@@ -146,7 +146,7 @@ func newServer(hcfg httpapi.Config, gcfg group.Config, qcfg query.Config, p *pip
 		return nil, err
 	}
 	return httpapi.New(hcfg, httpapi.Deps{Buffer: p.buf, Blobs: p.be.blobs, Logins: p.logins, Stats: p.stats,
-		Registry: reg, Log: log, Ready: readyProbe(p.be.blobs), Query: qcfg, LocalToken: localToken, Groups: groups})
+		Registry: reg, Log: log, Ready: readyProbe(p.be.blobs), Query: qcfg, LocalToken: localToken, Groups: groups, Cluster: members})
 }
 
 // reloadOnHangup reloads the server's tokens and TLS certificate on each

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"ingest/buffer"
+	"ingest/cluster"
 	"ingest/httpapi"
 	"ingest/intake/group"
 	"ingest/query"
@@ -33,11 +34,13 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 	addGroup(fs, groupQuery, qcfg.RegisterFlags)
 	cfg := defaultServeConfig()
 	addGroup(fs, groupServer, cfg.RegisterFlags)
+	ccfg := cluster.DefaultConfig()
+	addGroup(fs, groupCluster, ccfg.RegisterFlags)
 	return func() error {
 		if fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		}
-		for _, v := range []interface{ Validate() error }{scfg, sinks, &hcfg, &gcfg, &qcfg, &cfg} {
+		for _, v := range []interface{ Validate() error }{scfg, sinks, &hcfg, &gcfg, &qcfg, &cfg, &ccfg} {
 			if err := v.Validate(); err != nil {
 				return err
 			}
@@ -65,7 +68,12 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 		if err != nil {
 			return err
 		}
-		srv, err := newServer(hcfg, gcfg, qcfg, p, localToken, reg, log)
+		members, err := openCluster(scfg, ccfg, sinks.stats.Instance, reg, log)
+		if err != nil {
+			return err
+		}
+		members.Watch(p.logins.Keyer().SetInstances) // --hot-user-rate is the cluster's
+		srv, err := newServer(hcfg, gcfg, qcfg, p, members, localToken, reg, log)
 		if err != nil {
 			return err
 		}
@@ -74,6 +82,7 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 			return err
 		}
 		defer removeRunFile()
+		leave := joinCluster(ctx, members, &hcfg, addr)
 		defer reloadOnHangup(srv, &hcfg, log)()
 		stopBG := p.runBackground()
 		defer stopBG()
@@ -87,6 +96,7 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 			return fmt.Errorf("cannot serve HTTP: %w", err)
 		case <-ctx.Done():
 		}
+		leave()
 		return shutdown(srv, p.buf, stopBG, cfg.ShutdownTimeout, log)
 	}
 }

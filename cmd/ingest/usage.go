@@ -26,6 +26,7 @@ const (
 	groupTables   = "tablesink"
 	groupStats    = "stats"
 	groupQuery    = "query"
+	groupCluster  = "cluster"
 	groupStorage  = "storage"
 	groupLoadtest = "loadtest"
 	groupConfig   = "config"
@@ -49,6 +50,7 @@ var groupTitles = []struct{ id, title string }{
 	{groupTables, "Login tables"},
 	{groupStats, "Stats"},
 	{groupQuery, "Queries"},
+	{groupCluster, "Cluster"},
 	{groupLoadtest, "Load generator"},
 	{groupStorage, "Storage"},
 	{groupConfig, "Configuration"},
