@@ -25,11 +25,11 @@ var ErrHeld = errors.New("another process holds the directory")
 // function that gives it back. The lock file records the holder's pid, for
 // the message another process gets.
 func Lock(dir string) (release func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the data directory: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the lock file: %w", err)
 	}
