@@ -14,8 +14,10 @@
 //	GET  /v1/tail, /v1/services          live tail, the services stored
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
+//	GET  /loki/api/v1/...                Loki's read API for Grafana (loki_*.go), tail a WebSocket
 //
-// Every /v1/ path needs a token when --tokens is set, known or not.
+// Every /v1/ and /loki/ path needs a token when --tokens is set, known or
+// not.
 //
 // A request's body is read through a byte budget for bodies in flight
 // (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive

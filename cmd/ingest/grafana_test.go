@@ -17,6 +17,7 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
+	"go.yaml.in/yaml/v3"
 
 	"ingest/internal/azurite"
 )
@@ -29,15 +30,49 @@ import (
 // replayed against the real binary with events posted first, the answers
 // decoded as Loki's JSON. Grafana itself cannot run here.
 
-// TestGrafanaLokiDataSource, on the embedded backend, with tokens sent as
-// Grafana sends them for a data source with a custom Authorization header.
+// TestGrafanaLokiDataSource, on the embedded backend, with the token sent
+// as deploy/grafana/datasource.yaml has Grafana send it.
 func TestGrafanaLokiDataSource(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("grafana-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := start(t, t.TempDir(), "--tokens", tokens, "--flush-interval", "50ms")
-	grafanaReplay(t, s, "Bearer grafana-token")
+	grafanaReplay(t, s, provisionedAuth(t, s.url, "grafana-token"))
+}
+
+// provisionedAuth reads deploy/grafana/datasource.yaml as Grafana would,
+// with INGEST_URL and INGEST_TOKEN set, checks it is a Loki data source
+// Grafana's server proxies to ingest, and returns the Authorization header
+// it makes Grafana send.
+func provisionedAuth(t *testing.T, ingestURL, token string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/grafana/datasource.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expanded := os.Expand(string(b), func(k string) string {
+		return map[string]string{"INGEST_URL": ingestURL, "INGEST_TOKEN": token}[k]
+	})
+	var f struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			Type, Access, URL string
+			JSONData          map[string]any    `yaml:"jsonData"`
+			SecureJSONData    map[string]string `yaml:"secureJsonData"`
+		}
+	}
+	if err := yaml.Unmarshal([]byte(expanded), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.APIVersion != 1 || len(f.Datasources) != 1 {
+		t.Fatalf("provisioning file: %+v", f)
+	}
+	ds := f.Datasources[0]
+	if ds.Type != "loki" || ds.Access != "proxy" || ds.URL != ingestURL || ds.JSONData["httpHeaderName1"] != "Authorization" || ds.JSONData["maxLines"] != 1000 {
+		t.Fatalf("data source %+v", ds)
+	}
+	return ds.SecureJSONData["httpHeaderValue1"]
 }
 
 // TestGrafanaLokiDataSourceAzure: the same against Azurite.
