@@ -185,7 +185,7 @@ func TestLokiParams(t *testing.T) {
 		{"?query=" + url.QueryEscape(`{service="lk"}`) + "&start=1795280400&end=1795276800", "before start"},
 		{"?query=" + url.QueryEscape(`{service="lk"}`) + "&start=soon", "bad start"},
 		{"?query=" + url.QueryEscape(`{service="lk"}`) + "&start=1e999.0", "bad start"},
-		{"?query=" + url.QueryEscape(`sum by (level) (count_over_time({service="lk"}[1m]))`) + "&start=0&end=1795280400&step=1", "at most 11000"},
+		{"?query=" + url.QueryEscape(`sum by (level) (count_over_time({service="lk"}[1m]))`) + "&start=1795276800&end=1795287800&step=1", "11001 points per series: at most 11000"},
 		{"?query=" + url.QueryEscape(`sum by (level) (count_over_time({service="lk"}[1m]))`) + "&step=0", "bad step"},
 		{"?query=" + url.QueryEscape(`sum by (level) (count_over_time({service="lk"}[1m]))`) + "&step=32d", "at most 744h"},
 		{"?query=" + url.QueryEscape(`sum by (level) (count_over_time({service="lk"}[40d]))`), "at most 744h"},
@@ -200,6 +200,9 @@ func TestLokiParams(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &e); err != nil || code != 400 || e.Code != 400 || e.Status != "error" || !strings.Contains(e.Message, c.why) {
 			t.Errorf("%s = %d %s, want a 400 saying %q", c.params, code, body, c.why)
 		}
+	}
+	if code, _, body := f.do(t, "GET", "/loki/api/v1/query_range?query="+url.QueryEscape(`sum(count_over_time({service="lk"}[1m]))`)+"&start=1795276800&end=1795287799&step=1", nil, nil); code != 200 {
+		t.Errorf("11000 points = %d %s", code, body)
 	}
 	if code, _, body := f.do(t, "GET", "/loki/api/v1/query?query="+url.QueryEscape(`{service="lk"}`), nil, nil); code != 400 || !strings.Contains(body, "query_range") {
 		t.Errorf("instant log query = %d %s", code, body)
