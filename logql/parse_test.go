@@ -90,7 +90,7 @@ func TestParseRefuses(t *testing.T) {
 // anchored), an absent label is the empty value, and line filters look
 // anywhere in the line.
 func TestMatch(t *testing.T) {
-	q, err := Parse(`{service=~"api|web", host!="h2", level!~"debug|trace"} |= "disk" !~ "ignored$"`)
+	q, err := Parse(`{service=~"api|web", host!="h2", level!~"debug|trace"} |= "disk" != "tmp" |~ "disk (full|gone)" !~ "ignored$"`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,8 @@ func TestMatch(t *testing.T) {
 		{"api", "h1", "debug", "disk full", false},
 		{"api", "h1", "info", "memory full", false},
 		{"api", "h1", "info", "disk full, ignored", false},
+		{"api", "h1", "info", "disk full in /tmp", false},
+		{"api", "h1", "info", "disk usage high", false},
 	} {
 		got := q.Matches([]byte(c.svc), []byte(c.host), []byte(c.level)) && q.Keep([]byte(c.line))
 		if got != c.want {
