@@ -99,7 +99,7 @@ func TestMatch(t *testing.T) {
 		want                   bool
 	}{
 		{"api", "h1", "error", "disk full", true},
-		{"web", "", "", "the disk", true},
+		{"web", "", "", "the disk gone", true},
 		{"apix", "h1", "error", "disk full", false}, // anchored
 		{"api", "h2", "error", "disk full", false},
 		{"api", "h1", "debug", "disk full", false},
