@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ingest/buffer"
+	"ingest/logline"
 	"ingest/logql"
 )
 
@@ -359,5 +360,42 @@ func TestLokiNeedsToken(t *testing.T) {
 	code, _, body := f.do(t, "GET", "/loki/api/v1/query_range?query="+url.QueryEscape(`{service="lk"}`)+lokiWindow, map[string]string{"Authorization": "Bearer tok"}, nil)
 	if code != 200 || !strings.Contains(body, "m8 routine") {
 		t.Fatalf("with the token = %d %s", code, body)
+	}
+}
+
+// lokiBenchEvent is an event of the size the query benchmarks use.
+var lokiBenchEvent = logline.Event{Time: 1795276800123456700, Level: logline.LevelWarn, Service: []byte("api"), Host: []byte("web-17"),
+	Message: []byte("GET /api/v1/orders/123456 completed with status 200 for user u-000042 in 12 ms via edge-0")}
+
+// TestLokiEncodeAllocsPerEvent: encoding an event into a streams answer
+// allocates nothing once the buffers have grown, whether it opens an
+// entry or joins one.
+func TestLokiEncodeAllocsPerEvent(t *testing.T) {
+	var en streamsEncoder
+	buf := make([]byte, 0, 4096)
+	other := lokiBenchEvent
+	other.Host = []byte("web-18")
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		e := &lokiBenchEvent
+		if i++; i%3 == 0 {
+			e = &other // a new entry every third event
+		}
+		buf = en.add(buf[:0], e)
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per event, want 0", allocs)
+	}
+}
+
+// BenchmarkLokiEncode: the per-event cost of the streams answer (the
+// engine's own cost is BenchmarkScan's).
+func BenchmarkLokiEncode(b *testing.B) {
+	var en streamsEncoder
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(lokiBenchEvent.Message)))
+	for b.Loop() {
+		buf = en.add(buf[:0], &lokiBenchEvent)
 	}
 }
