@@ -21,13 +21,16 @@ import (
 type lokiStreams struct {
 	Status string `json:"status"`
 	Data   struct {
-		ResultType string `json:"resultType"`
-		Result     []struct {
-			Stream map[string]string `json:"stream"`
-			Values [][2]string       `json:"values"`
-		} `json:"result"`
+		ResultType string           `json:"resultType"`
+		Result     []lokiStreamJSON `json:"result"`
 	} `json:"data"`
 	Warnings []string `json:"warnings"`
+}
+
+// lokiStreamJSON is one entry of a streams answer.
+type lokiStreamJSON struct {
+	Stream map[string]string `json:"stream"`
+	Values [][2]string       `json:"values"`
 }
 
 // lines lists the answer's lines in order, each "line@labels" with the
@@ -35,7 +38,7 @@ type lokiStreams struct {
 func (a *lokiStreams) lines(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, r := range a.Result() {
+	for _, r := range a.Data.Result {
 		for _, v := range r.Values {
 			if len(v[0]) < 19 || strings.Trim(v[0], "0123456789") != "" {
 				t.Fatalf("timestamp %q is not Unix nanoseconds", v[0])
@@ -44,13 +47,6 @@ func (a *lokiStreams) lines(t *testing.T) []string {
 		}
 	}
 	return out
-}
-
-func (a *lokiStreams) Result() []struct {
-	Stream map[string]string `json:"stream"`
-	Values [][2]string       `json:"values"`
-} {
-	return a.Data.Result
 }
 
 // lokiFixture is a server holding ten events of service lk, one second

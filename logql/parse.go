@@ -410,45 +410,32 @@ func (p *parser) constant() (*Query, error) {
 	return &Query{Kind: Const, Value: v, Vector: vec}, nil
 }
 
-func (p *parser) sum(terms *int) (float64, bool, error) {
-	v, vec, err := p.product(terms)
-	for err == nil {
-		var add bool
-		switch {
-		case p.accept("+"):
-			add = true
-		case p.accept("-"):
-		default:
-			return v, vec, nil
-		}
-		var w float64
-		var wvec bool
-		if w, wvec, err = p.product(terms); add {
-			v += w
-		} else {
-			v -= w
-		}
-		vec = vec || wvec
-	}
-	return 0, false, err
-}
+func (p *parser) sum(terms *int) (float64, bool, error) { return p.binary(terms, "+-", p.product) }
 
-func (p *parser) product(terms *int) (float64, bool, error) {
-	v, vec, err := p.term(terms)
+func (p *parser) product(terms *int) (float64, bool, error) { return p.binary(terms, "*/", p.term) }
+
+// binary reads operand (op operand)*, left to right, for the operators of
+// ops, each operand read by next.
+func (p *parser) binary(terms *int, ops string, next func(*int) (float64, bool, error)) (float64, bool, error) {
+	v, vec, err := next(terms)
 	for err == nil {
-		var mul bool
-		switch {
-		case p.accept("*"):
-			mul = true
-		case p.accept("/"):
-		default:
+		p.space()
+		if p.pos >= len(p.src) || strings.IndexByte(ops, p.src[p.pos]) < 0 {
 			return v, vec, nil
 		}
+		op := p.src[p.pos]
+		p.pos++
 		var w float64
 		var wvec bool
-		if w, wvec, err = p.term(terms); mul {
+		w, wvec, err = next(terms)
+		switch op {
+		case '+':
+			v += w
+		case '-':
+			v -= w
+		case '*':
 			v *= w
-		} else {
+		case '/':
 			v /= w
 		}
 		vec = vec || wvec
