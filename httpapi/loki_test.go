@@ -306,6 +306,7 @@ func TestLokiLabels(t *testing.T) {
 		"/loki/api/v1/labels?start=1795276800000000000&end=1795280400000000000":                                      `{"status":"success","data":["host","level","service"]}`,
 		"/loki/api/v1/label/service/values":                                                                          `{"status":"success","data":["lk","lk2"]}`,
 		"/loki/api/v1/label/service/values?query=" + url.QueryEscape(`{service=~".*2"}`):                             `{"status":"success","data":["lk2"]}`,
+		"/loki/api/v1/label/service/values?query=" + url.QueryEscape(`{service="nosuch"}`):                           `{"status":"success","data":[]}`,
 		"/loki/api/v1/label/host/values?" + lokiWindow[1:]:                                                           `{"status":"success","data":["h0","h1","h2"]}`,
 		"/loki/api/v1/label/level/values?query=" + url.QueryEscape(`{host="h1"}`) + lokiWindow:                       `{"status":"success","data":["fatal","info","warn"]}`,
 		"/loki/api/v1/label/nosuch/values":                                                                           `{"status":"success","data":[]}`,
