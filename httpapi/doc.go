@@ -15,8 +15,9 @@
 //	GET  /v1/cluster                     the live instances sharing the storage
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
+//	GET  /loki/api/v1/...                Loki's read API for Grafana (loki_*.go), tail a WebSocket
 //
-// Every /v1/ path needs a token when --tokens is set, known or not; an
+// Every /v1/ and /loki/ path needs a token when --tokens is set, known or not; an
 // instance's own tail (/v1/tail?local=1) also takes its tail key, which the
 // other instances of the cluster read from the cluster table (tailpeers.go).
 // Before any route, guard.go refuses a Host that names another site when

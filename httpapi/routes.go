@@ -21,9 +21,9 @@ type route struct {
 }
 
 // routes is the route table, tried in order. The open routes answer
-// without a token (or check their own); every /v1/ path needs a token
-// when tokens are set, known or not, before the api routes are tried: a
-// route added there is never open by mistake.
+// without a token (or check their own); every /v1/ and /loki/ path needs
+// a token when tokens are set, known or not, before the api routes are
+// tried: a route added there is never open by mistake.
 type routes struct {
 	open, api []route
 }
@@ -58,7 +58,28 @@ func (s *Server) newRoutes() routes {
 		{name: "other", match: anyOf(under("/v1/logs"), under("/v1/logins"), is("/v1/tail"), is("/v1/services"), is("/v1/cluster")),
 			serve: func(ctx *fasthttp.RequestCtx) { methodNotAllowed(ctx, "GET, POST") }},
 	}
+	// Loki's read API, for Grafana's Loki data source (loki_*.go); behind
+	// the token check as /v1/ is.
+	const loki = "/loki/api/v1/"
+	rt.api = append(rt.api,
+		route{name: "loki_query_range", match: is(loki + "query_range"), serve: allowOnly(fasthttp.MethodGet, s.lokiQueryRange)},
+		route{name: "loki_query", match: is(loki + "query"), serve: allowOnly(fasthttp.MethodGet, s.lokiQuery)},
+		route{name: "loki_labels", match: anyOf(is(loki+"labels"), is(loki+"label")), serve: allowOnly(fasthttp.MethodGet, s.lokiLabels)},
+		route{name: "loki_label_values", match: between(loki+"label/", "/values"), serve: allowOnly(fasthttp.MethodGet, s.lokiLabelValues)},
+		route{name: "loki_series", match: is(loki + "series"), serve: allowOnly(fasthttp.MethodGet, s.lokiSeries)},
+		route{name: "loki_index_stats", match: is(loki + "index/stats"), serve: allowOnly(fasthttp.MethodGet, s.lokiIndexStats)},
+		route{name: "loki_tail", match: is(loki + "tail"), serve: allowOnly(fasthttp.MethodGet, s.lokiTail)},
+		route{name: "loki_buildinfo", match: is(loki + "status/buildinfo"), serve: allowOnly(fasthttp.MethodGet, lokiBuildInfo)},
+		route{name: "loki_empty", match: anyOf(is(loki+"detected_fields"), between(loki+"detected_field/", "/values"), is(loki+"patterns"),
+			is(loki+"index/volume"), is(loki+"index/volume_range")), serve: allowOnly(fasthttp.MethodGet, lokiEmpty)},
+	)
 	return rt
+}
+
+// needsToken reports whether a path is behind the token check whatever
+// its route: the API under /v1/ and Loki's under /loki/.
+func needsToken(path []byte) bool {
+	return bytes.HasPrefix(path, []byte("/v1/")) || bytes.HasPrefix(path, []byte("/loki/"))
 }
 
 // dispatch serves the request by the route table and returns the name of
@@ -76,7 +97,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx) string {
 		r.serve(ctx)
 		return r.name
 	}
-	if bytes.HasPrefix(ctx.Path(), []byte("/v1/")) && !s.authorize(ctx) {
+	if needsToken(ctx.Path()) && !s.authorize(ctx) {
 		return "unauthorized"
 	}
 	if r := find(ctx, s.routes.api); r != nil {
@@ -119,6 +140,14 @@ func under(p string) func([]byte) bool {
 // below matches the paths longer than p that start with it.
 func below(p string) func([]byte) bool {
 	return func(path []byte) bool { return len(path) > len(p) && bytes.HasPrefix(path, []byte(p)) }
+}
+
+// between matches the paths longer than prefix+suffix that start with
+// prefix and end with suffix.
+func between(prefix, suffix string) func([]byte) bool {
+	return func(path []byte) bool {
+		return len(path) > len(prefix)+len(suffix) && bytes.HasPrefix(path, []byte(prefix)) && bytes.HasSuffix(path, []byte(suffix))
+	}
 }
 
 // anyOf matches what any of ms matches.

@@ -84,7 +84,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted, as sent (413 past it)")
 	flagutil.BytesVar(fs, &c.MaxDecompressedBytes, "max-decompressed-bytes", c.MaxDecompressedBytes, "largest request body accepted once decompressed (413 past it)")
 	flagutil.BytesVar(fs, &c.MaxInflightBytes, "max-inflight-bytes", c.MaxInflightBytes, "memory for requests being read and parsed at once (body as it arrives, decoded body, encoded lines); past it requests get 429")
-	fs.StringVar(&c.TokensFile, "tokens", c.TokensFile, "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
+	fs.StringVar(&c.TokensFile, "tokens", c.TokensFile, "file of accepted bearer tokens, one per line, each optionally followed by the service name prefixes it may write; when set, every /v1/* and /loki/* route needs Authorization: Bearer <token>; re-read on SIGHUP")
 	fs.BoolVar(&c.MetricsAuth, "metrics-auth", c.MetricsAuth, "with --tokens, /metrics needs a token too")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "PEM certificate (chain) file: serve HTTPS; re-read on SIGHUP")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "PEM private key file of --tls-cert; re-read on SIGHUP")

@@ -353,20 +353,28 @@ func (s *Server) tailLogs(ctx *fasthttp.RequestCtx) {
 // admitTail registers r with the hub, or answers 503 (shutting down) or
 // 429 (--max-tail-readers or --tail-budget-bytes reached).
 func (s *Server) admitTail(ctx *fasthttp.RequestCtx, r *tailReader) bool {
+	if err := s.addTail(r); err != nil {
+		writeError(ctx, err)
+		return false
+	}
+	return true
+}
+
+// addTail registers r with the hub; its error carries the status: 503
+// while shutting down, 429 past --max-tail-readers or --tail-budget-bytes.
+func (s *Server) addTail(r *tailReader) error {
 	err := errTailClosed
 	if !s.closing.Load() {
 		err = s.tail.add(r)
 	}
 	switch {
 	case errors.Is(err, errTailClosed):
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: err.Error()})
+		return &httperr.Error{Status: fasthttp.StatusServiceUnavailable, Msg: err.Error()}
 	case errors.Is(err, errTailFull):
-		writeError(ctx, &httperr.Error{Status: fasthttp.StatusTooManyRequests, RetryAfter: 10 * time.Second,
-			Msg: fmt.Sprintf("cannot tail: %d tails are open, the most this server follows at once (each client tail opens one on every instance); close one or raise --max-tail-readers (and --tail-budget-bytes)", s.tail.max)})
-	default:
-		return true
+		return &httperr.Error{Status: fasthttp.StatusTooManyRequests, RetryAfter: 10 * time.Second,
+			Msg: fmt.Sprintf("cannot tail: %d tails are open, the most this server follows at once (each client tail opens one on every instance); close one or raise --max-tail-readers (and --tail-budget-bytes)", s.tail.max)}
 	}
-	return false
+	return err
 }
 
 // streamTail writes r's matching events until the client goes away or the

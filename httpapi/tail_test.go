@@ -259,7 +259,7 @@ func TestTailStalledReaderIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /v1/tail?service=* HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(conn, "GET /v1/tail?service=* HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	waitFor(t, func() bool { return f.srv.tail.active() })
 	var b bytes.Buffer
 	for i := 0; b.Len() < 3<<20; i++ {

@@ -12,6 +12,9 @@ type filter struct {
 	from, to     int64 // [from, to), Unix ns
 	fromT, toT   []byte
 	level        logline.Level
+	levels       logline.LevelSet
+	host         func([]byte) bool
+	keep         func([]byte) bool
 	text         []byte
 	textRawCheck bool // text can be looked for in the raw line first
 	grep         *regexp.Regexp
@@ -25,7 +28,7 @@ const timeOff = len(logline.Version) + 1
 func newFilter(q *Query) filter {
 	f := filter{
 		from: q.From.UnixNano(), to: q.To.UnixNano(),
-		level: q.Level, grep: q.Grep,
+		level: q.Level, levels: q.Levels, host: q.Host, keep: q.Keep, grep: q.Grep,
 	}
 	// Stored times are multiples of 100 ns, so t >= from and t < to hold
 	// exactly when they hold for from and to rounded up to 100 ns; in that
@@ -37,6 +40,12 @@ func newFilter(q *Query) filter {
 		f.textRawCheck = rawSafe(f.text)
 	}
 	return f
+}
+
+// headOnly reports whether the time and level of a line are all that
+// counting it needs (the histogram without a filter on other fields).
+func (f *filter) headOnly() bool {
+	return f.countOnly && f.text == nil && f.host == nil && f.keep == nil
 }
 
 func ceil100(ns int64) int64 {
@@ -72,12 +81,12 @@ func (f *filter) prefilter(line []byte) bool {
 			return false
 		}
 	}
-	if f.level != logline.LevelNone && len(line) > end {
-		// The level field follows the time: a line below the level is
-		// rejected here, before its time is parsed.
+	if (f.level != logline.LevelNone || f.levels != 0) && len(line) > end {
+		// The level field follows the time: a line below the level, or
+		// not of the levels, is rejected here, before its time is parsed.
 		rest := line[end+1:]
 		if i := bytes.IndexByte(rest, ';'); i >= 0 {
-			if l, ok := levelOf(rest[:i]); ok && l < f.level {
+			if l, ok := levelOf(rest[:i]); ok && (l < f.level || f.levels != 0 && !f.levels.Has(l)) {
 				return false
 			}
 		}
@@ -89,7 +98,7 @@ func (f *filter) prefilter(line []byte) bool {
 }
 
 // match checks a scanned line against every filter; msg is its unescaped
-// message (nil when only the time and level were read: no text filter).
+// message (nil when only the time and level were read: headOnly).
 func (f *filter) match(line []byte, li *lineInfo, msg []byte) bool {
 	if li.t < f.from || li.t >= f.to {
 		return false
@@ -97,7 +106,16 @@ func (f *filter) match(line []byte, li *lineInfo, msg []byte) bool {
 	if f.level != logline.LevelNone && li.level < f.level {
 		return false
 	}
+	if f.levels != 0 && !f.levels.Has(li.level) {
+		return false
+	}
 	if f.text != nil && !bytes.Contains(msg, f.text) {
+		return false
+	}
+	if f.host != nil && !f.host(line[li.svcEnd+1:li.hostEnd]) {
+		return false
+	}
+	if f.keep != nil && !f.keep(msg) {
 		return false
 	}
 	if f.grep != nil && !f.grep.Match(trimNL(line)) {

@@ -237,6 +237,7 @@ func (f *fixture) want(q Query) []string {
 		line := logline.AppendLine(nil, &e)
 		if (svcs["*"] || svcs[string(e.Service)]) && e.Time >= q.From.UnixNano() && e.Time < q.To.UnixNano() &&
 			(q.Level == logline.LevelNone || e.Level >= q.Level) && bytes.Contains(e.Message, []byte(q.Text)) &&
+			(q.Levels == 0 || q.Levels.Has(e.Level)) && (q.Host == nil || q.Host(e.Host)) && (q.Keep == nil || q.Keep(e.Message)) &&
 			(q.Grep == nil || q.Grep.Match(bytes.TrimSuffix(line, []byte("\n")))) {
 			sel = append(sel, e)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -231,18 +232,30 @@ func BenchmarkScan(b *testing.B) {
 			// the disk.
 			readAll(b, s)
 			b.Run("read", func(b *testing.B) { benchRead(b, s) })
+			isHost := func(h string) func([]byte) bool { return func(v []byte) bool { return string(v) == h } }
+			completed := regexp.MustCompile("77 completed")
 			for _, sub := range []struct {
 				name   string
 				level  logline.Level
 				text   string
 				ndjson bool
+				levels logline.LevelSet
+				host   func([]byte) bool
+				keep   func([]byte) bool
 			}{
-				{"all", logline.LevelNone, "", false}, {"ndjson", logline.LevelNone, "", true},
-				{"errors", logline.LevelError, "", false}, {"fatal1pct", logline.LevelFatal, "", false},
-				{"text1pct", logline.LevelNone, "77 completed", false},
+				{name: "all"}, {name: "ndjson", ndjson: true},
+				{name: "errors", level: logline.LevelError}, {name: "fatal1pct", level: logline.LevelFatal},
+				{name: "text1pct", text: "77 completed"},
+				// The selections of a Loki query: an exact level set, the
+				// host, and a message function instead of Text.
+				{name: "levelsFatal1pct", levels: logline.LevelSet(0).Add(logline.LevelFatal)},
+				{name: "hostFatal1pct", level: logline.LevelFatal, host: isHost("web-17")},
+				{name: "hostNone", host: isHost("web-99")},
+				{name: "keep1pct", keep: completed.Match},
 			} {
 				b.Run(sub.name, func(b *testing.B) {
-					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level, Text: sub.text}
+					q := Query{Services: []string{"bench"}, From: hour, To: hour.Add(time.Hour), Level: sub.level, Text: sub.text,
+						Levels: sub.levels, Host: sub.host, Keep: sub.keep}
 					var st Stats
 					var first time.Duration // summed time to the first event
 					b.ReportAllocs()

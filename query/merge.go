@@ -501,12 +501,12 @@ func (r *aheadReader) take(line []byte) bool {
 		return true
 	}
 	// A counting pass (the histogram) needs the time and level only,
-	// unless it filters by text; otherwise the whole line is checked and
+	// unless it filters by other fields; otherwise the whole line is checked and
 	// its fields recorded here, on this blob's goroutine, so handing it
 	// out needs no parse.
 	var msg []byte
 	ok := true
-	if f.countOnly && f.text == nil {
+	if f.headOnly() {
 		ok = r.sc.head(line, &r.li)
 	} else {
 		msg, ok = r.sc.scan(line, &r.li)

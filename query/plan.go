@@ -29,6 +29,7 @@ type candidate struct {
 	end   int64 // EndTime metadata; math.MaxInt64 when unknown
 	size  int64 // stored bytes when listed
 	late  int64 // Lateness metadata (blobsink.Meta.Late); -1 when unknown
+	count int64 // EventCount metadata; 0 when unknown
 }
 
 // runner holds one query's state.
@@ -419,7 +420,7 @@ func (r *runner) list(ctx context.Context, services []string, h time.Time, n int
 					r.st.BlobsSkipped++
 					return nil
 				}
-				c.start, c.end = m.Start, m.End
+				c.start, c.end, c.count = m.Start, m.End, m.Count
 				if m.LateKnown {
 					c.late = m.Late
 				}
@@ -461,16 +462,17 @@ func (r *runner) mayMatch(m blobsink.Meta, md map[string]string) bool {
 	if !m.Overlaps(r.q.From, r.q.To) {
 		return false
 	}
-	if r.q.Level == logline.LevelNone {
+	if r.q.Level == logline.LevelNone && (r.q.Levels == 0 || r.q.Levels.Has(logline.LevelNone)) {
 		return true
 	}
 	if _, ok := blobsink.MetaValue(md, blobsink.MetaLogType); !ok {
 		return true
 	}
 	// LogType lists the levels present; events without a level never match
-	// a minimum level, so an empty set rules the blob out too.
-	for l := r.q.Level; l <= logline.LevelFatal; l++ {
-		if m.Levels.Has(l) {
+	// a minimum level or a set without LevelNone, so an empty set rules the
+	// blob out too.
+	for l := max(r.q.Level, logline.LevelTrace); l <= logline.LevelFatal; l++ {
+		if m.Levels.Has(l) && (r.q.Levels == 0 || r.q.Levels.Has(l)) {
 			return true
 		}
 	}

@@ -27,8 +27,17 @@ type Query struct {
 	// Level is the minimum severity: LevelWarn selects warn, error and
 	// fatal. LevelNone selects every event, including those without a level.
 	Level logline.Level
+	// Levels, when not empty, are the levels an event must have exactly
+	// (LevelNone: no level), besides Level.
+	Levels logline.LevelSet
+	// Host, when set, must accept the event's host (as stored, empty when
+	// none). It is called from several goroutines at once.
+	Host func(host []byte) bool
 	// Text must occur in the message (case-sensitive, after JSON unescaping).
 	Text string
+	// Keep, when set, must accept the message (after JSON unescaping), as
+	// Text does. It is called from several goroutines at once.
+	Keep func(msg []byte) bool
 	// Grep must match the stored line (without its '\n'), as written in the
 	// blob: the message is JSON-quoted there.
 	Grep *regexp.Regexp

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"ingest/logline"
+)
+
+// liveTail is what the Loki tail takes of the live tail (tail.go): the log
+// events this server accepts from now on, for some services.
+type liveTail interface {
+	// follow subscribes to the events of services (their stored names;
+	// nil for every service). It fails when the server is shutting down.
+	follow(services []string) (liveSub, error)
+}
+
+// liveSub is one subscription to the live tail.
+type liveSub interface {
+	// next waits up to idle for accepted events and calls fn with each
+	// (valid during the call only). It returns the events lost since the
+	// last call because the subscriber fell behind, and false once the
+	// subscription has ended (shutdown).
+	next(idle time.Duration, fn func(*logline.Event)) (dropped int64, open bool)
+	// close ends the subscription.
+	close()
+}
+
+// hubTail is the server's tail hub as a liveTail.
+type hubTail struct{ s *Server }
+
+func (h hubTail) follow(services []string) (liveSub, error) {
+	r := newTailReader()
+	r.all = services == nil
+	if !r.all {
+		r.services = map[string]bool{}
+		for _, svc := range services {
+			r.services[svc] = true
+		}
+	}
+	if err := h.s.addTail(r); err != nil {
+		return nil, err
+	}
+	h.s.met.tailReaders.Inc()
+	return &hubSub{s: h.s, r: r, idle: time.NewTimer(time.Hour)}, nil
+}
+
+// hubSub is one reader of the tail hub.
+type hubSub struct {
+	s    *Server
+	r    *tailReader
+	idle *time.Timer
+	ev   logline.Event
+	once sync.Once
+}
+
+func (h *hubSub) next(idle time.Duration, fn func(*logline.Event)) (int64, bool) {
+	h.idle.Reset(idle)
+	defer h.idle.Stop()
+	select {
+	case <-h.r.done:
+		return h.r.dropped.Swap(0), false
+	case <-h.idle.C:
+	case c := <-h.r.queue:
+		defer c.finish()
+		defer h.r.held.Add(-int64(len(c.data)))
+		for data := c.data; len(data) > 0; {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i+1], data[i+1:]
+			} else {
+				data = nil
+			}
+			if logline.Parse(line, &h.ev) == nil {
+				fn(&h.ev)
+			}
+		}
+	}
+	return h.r.dropped.Swap(0), true
+}
+
+func (h *hubSub) close() {
+	h.once.Do(func() {
+		h.s.tail.remove(h.r)
+		h.r.drain()
+		h.s.met.tailReaders.Dec()
+	})
+}
