@@ -60,6 +60,19 @@ func waitIDs(t *testing.T, m *Membership, want ...string) {
 	}
 }
 
+// waitCount waits for the watchers, told after the members change, to see
+// want.
+func waitCount(t *testing.T, count *atomic.Int32, want int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for count.Load() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("watched count %d, want %d", count.Load(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestMembership: instances of one group see each other with their URL and
 // version; another group is apart; a member that stops heartbeating is
 // gone after the expiry, one that leaves at the next listing; a restart
@@ -82,7 +95,8 @@ func TestMembership(t *testing.T) {
 		time.Since(ms[1].Heartbeat) > time.Second || ms[1].Started.IsZero() {
 		t.Fatalf("a sees %+v", ms)
 	}
-	if a.Count() != 3 || len(a.Peers()) != 2 || count.Load() != 3 {
+	waitCount(t, &count, 3)
+	if a.Count() != 3 || len(a.Peers()) != 2 {
 		t.Fatalf("count %d, peers %d, watched %d; want 3, 2, 3", a.Count(), len(a.Peers()), count.Load())
 	}
 	if a.TailKey() == b.TailKey() || len(a.TailKey()) != 64 {
@@ -98,9 +112,7 @@ func TestMembership(t *testing.T) {
 	stopC()
 	c.Leave(context.Background())
 	waitIDs(t, a, "a")
-	if count.Load() != 1 {
-		t.Fatalf("watched count %d, want 1", count.Load())
-	}
+	waitCount(t, &count, 1)
 
 	// A restarted b (same id, new run) comes back as one member.
 	join(t, table, "b", "http://10.0.0.2:8080")
