@@ -298,7 +298,7 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	ev := &p.ev
 	if b[i] != '"' {
-		p.message, end, reason = appendValue(p.message[:0], b, i, 0)
+		p.message, end, reason = jsonstr.AppendValue(p.message[:0], b, i, 0)
 		ev.Message = p.message
 		return end, reason
 	}
@@ -358,7 +358,7 @@ func (p *Parser) beginAttrs(b []byte) {
 // is copied in one piece; the others are re-written.
 func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
 	if i == start+len(rawKey)+3 && (keyFlags == 0 || jsonstr.Verbatim(rawKey, keyFlags)) { // "key": then the value
-		if end := p.compactEnd(b, i, 0); end >= 0 {
+		if end := p.idx.CompactEnd(i, 0); end >= 0 {
 			if p.runEnd > 0 && start == p.runEnd+1 && b[p.runEnd] == ',' {
 				p.runEnd = end
 			} else {
@@ -372,7 +372,7 @@ func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) 
 	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
 	var end int
 	var reason string
-	p.attrs, end, reason = appendValue(p.attrs, b, i, 0)
+	p.attrs, end, reason = jsonstr.AppendValue(p.attrs, b, i, 0)
 	return end, reason
 }
 
@@ -410,7 +410,7 @@ func (p *Parser) textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok boo
 	case c == '"':
 		return p.content(b, i, buf)
 	case c == '-' || c >= '0' && c <= '9':
-		if end := scanNumber(b, i); end >= 0 {
+		if end := jsonstr.NumberEnd(b, i); end >= 0 {
 			return b[i:end], end, true
 		}
 	}
@@ -460,33 +460,16 @@ func parseLevel(s []byte) (logline.Level, bool) {
 func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, reason string) {
 	text, end, ok := p.textAt(b, i, &p.num)
 	if !ok {
-		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason != "" {
+		if _, end, reason := jsonstr.AppendValue(p.num[:0], b, i, 0); reason != "" {
 			return 0, end, reason
 		}
-		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonKind(b[i]))
+		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonstr.Kind(b[i]))
 	}
 	t, err := ParseTimestamp(text)
 	if err != nil {
 		return 0, end, fmt.Sprintf("cannot parse field %q: %q %v", key, clip(text), err)
 	}
 	return t, end, ""
-}
-
-// jsonKind names the kind of JSON value starting with c.
-func jsonKind(c byte) string {
-	switch c {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	case '"':
-		return "a string"
-	}
-	return "a number"
 }
 
 // clip shortens a value quoted in an error message.
