@@ -89,7 +89,7 @@ type Parser struct {
 	num     []byte // a number's text
 	res     []byte // OTLP resource attributes, each after a comma
 	key     []byte // a key with escapes, unescaped
-	ids     idGen
+	ids     IDs
 	spans   []span        // array element bounds
 	idx     jsonstr.Index // where the strings of the line being read end
 
@@ -145,7 +145,7 @@ func (p *Parser) begin(d *Defaults) {
 	if p.now == 0 {
 		p.now = time.Now().UnixNano()
 	}
-	p.ids.reset()
+	p.ids.Reset()
 }
 
 // fieldKind classifies the keys with a meaning of their own.
@@ -335,7 +335,7 @@ func (p *Parser) finishRecord(haveTime, haveID bool, t *int64, id, attrs *[]byte
 		*t = p.now
 	}
 	if !haveID {
-		p.id = p.ids.next(p.id[:0], p.now)
+		p.id = p.ids.Next(p.id[:0], p.now)
 		*id = p.id
 	}
 	p.flushRun()
