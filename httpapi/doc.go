@@ -14,8 +14,13 @@
 //	GET  /v1/tail, /v1/services          live tail, the services stored
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
+//	POST /v1/es/_bulk, /v1/es/{index}/_bulk  Elasticsearch bulk (package intake/es); other /v1/es/ calls answered as done
+//	POST /loki/api/v1/push               Loki push, protobuf or JSON (package intake/loki), behind a token
+//	GET  /ready                          as /readyz (Loki's readiness path)
 //
-// Every /v1/ path needs a token when --tokens is set, known or not.
+// Every /v1/ path needs a token when --tokens is set, known or not. A token
+// comes as Authorization: Bearer, ApiKey (Elasticsearch clients) or as the
+// password of Basic auth.
 //
 // A request's body is read through a byte budget for bodies in flight
 // (--max-inflight-bytes, an admission.Budget), reserved as its bytes arrive

@@ -36,6 +36,7 @@ func (s *Server) newRoutes() routes {
 		{name: "metrics", match: is("/metrics"), serve: s.metrics},
 		{name: "page", method: fasthttp.MethodGet, match: isPage, serve: s.page},
 	}
+	rt.open = append(rt.open, s.shipperOpenRoutes()...)
 	if s.cfg.Pprof {
 		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withToken(pprofhandler.PprofHandler)})
 	}
@@ -49,11 +50,22 @@ func (s *Server) newRoutes() routes {
 		{name: "get_logins", method: fasthttp.MethodGet, match: below("/v1/logins/"), serve: s.queryLogins},
 		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.tailLogs},
 		{name: "get_services", method: fasthttp.MethodGet, match: is("/v1/services"), serve: s.listServices},
+		{name: "es", match: under(esBase), serve: s.esAPI},
 		// The paths above, with a method they do not take.
 		{name: "other", match: anyOf(under("/v1/logs"), under("/v1/logins"), is("/v1/tail"), is("/v1/services")),
 			serve: func(ctx *fasthttp.RequestCtx) { methodNotAllowed(ctx, "GET, POST") }},
 	}
 	return rt
+}
+
+// shipperOpenRoutes are the routes of the shippers' protocols that live
+// outside /v1/ (where shippers expect them), each behind the token check
+// itself. The Elasticsearch API is under /v1/es/, an api route.
+func (s *Server) shipperOpenRoutes() []route {
+	return []route{
+		{name: "loki_push", method: fasthttp.MethodPost, match: is(lokiPushPath), serve: s.withToken(s.lokiPush)},
+		{name: "ready", match: is("/ready"), serve: s.ready}, // Loki's readiness check, which Vector's healthcheck calls
+	}
 }
 
 // dispatch serves the request by the route table and returns the name of
@@ -62,6 +74,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx) string {
 	if r := find(ctx, s.routes.open); r != nil {
 		r.serve(ctx)
 		return r.name
+	}
+	if under(esBase)(ctx.Path()) {
+		// Elasticsearch clients check every answer for it, a 401 included.
+		ctx.Response.Header.Set("X-Elastic-Product", "Elasticsearch")
 	}
 	if bytes.HasPrefix(ctx.Path(), []byte("/v1/")) && !s.authorize(ctx) {
 		return "unauthorized"

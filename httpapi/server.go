@@ -18,6 +18,8 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"ingest/admission"
+	"ingest/intake/es"
+	"ingest/intake/loki"
 	"ingest/internal/flagutil"
 	"ingest/query"
 )
@@ -38,6 +40,8 @@ type Config struct {
 	MaxConns             int
 	MaxConnsPerIP        int
 	Pprof                bool
+	ES                   es.Config   // what /v1/es/ says it is
+	Loki                 loki.Config // how Loki pushes name services
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -52,6 +56,8 @@ func DefaultConfig() Config {
 		MaxHeaderBytes:       16 << 10,
 		MaxConns:             10000,
 		MaxConnsPerIP:        1000,
+		ES:                   es.DefaultConfig(),
+		Loki:                 loki.DefaultConfig(),
 	}
 }
 
@@ -73,6 +79,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "open connections at most; past it new ones get 503")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "open connections at most from one client IP, 0 for no limit; past it new ones get 429 (raise it behind a proxy or load balancer)")
 	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go profiles under /debug/pprof/ (behind --tokens when set)")
+	c.ES.RegisterFlags(fs)
+	c.Loki.RegisterFlags(fs)
 }
 
 // Validate checks the settings. It changes nothing.
@@ -92,7 +100,10 @@ func (c *Config) Validate() error {
 	if c.MaxHeaderBytes != 0 && c.MaxHeaderBytes < 1<<10 {
 		return fmt.Errorf("cannot use --max-header-bytes %d: want at least 1KiB", c.MaxHeaderBytes)
 	}
-	return nil
+	if err := c.ES.Validate(); err != nil {
+		return err
+	}
+	return c.Loki.Validate()
 }
 
 // TLS reports whether the server serves HTTPS.
@@ -128,8 +139,10 @@ type Server struct {
 	met      *metrics
 	metricsH fasthttp.RequestHandler
 	routes   routes
-	ln       net.Listener
-	tail     tailHub
+	// lokiLabels is cfg.Loki.Labels(), the service labels of Loki pushes.
+	lokiLabels []string
+	ln         net.Listener
+	tail       tailHub
 	// lingering counts connections reading and dropping the rest of a
 	// refused body (linger.go).
 	lingering atomic.Int32
@@ -143,7 +156,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, deps: deps}
+	s := &Server{cfg: cfg, deps: deps, lokiLabels: cfg.Loki.Labels()}
 	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
 	if cfg.TokensFile != "" {
 		ts, err := readTokensFile(cfg.TokensFile, deps.LocalToken)

@@ -149,6 +149,9 @@ func (d *Decoder) AppendAnswer(dst []byte, took time.Duration) []byte {
 func (d *Decoder) Stored() int  { return d.answer.stored }
 func (d *Decoder) Refused() int { return d.answer.refused }
 
+// AnswerBytes is about the size of the answer to the request just decoded.
+func (d *Decoder) AnswerBytes() int { return len(d.answer.items) + 64 }
+
 // Release drops scratch space grown past keep bytes, for a Decoder kept
 // in a pool, and forgets the last body.
 func (d *Decoder) Release(keep int) {

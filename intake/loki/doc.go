@@ -8,7 +8,7 @@
 //		body, err = intake.Decompress(buf[:0], body, "snappy", maxDecoded) // always snappy (block format)
 //	}
 //	var d loki.Decoder // reusable; not safe for concurrent use
-//	res, err := d.Decode(body, f, cfg, now, func(e *logline.Event) error {
+//	res, err := d.Decode(body, f, cfg.Labels(), now, func(e *logline.Event) error {
 //		return group.Add(e) // copy out: e and its bytes are reused
 //	})
 //	// 204 when res.Rejected == 0, else 400 naming the rejected entries

@@ -104,7 +104,7 @@ func (d *Decoder) jsonStream(s, n int, emit func(*logline.Event) error) (int, st
 		bad = d.jsonLabels(labels)
 	}
 	if bad == "" {
-		d.stream.resolve(d.cfg)
+		d.stream.resolve(d.labels)
 	}
 	if _, reason := j.idx.Array(values, func(e int) (int, string) {
 		d.entry++

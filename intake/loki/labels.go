@@ -98,13 +98,13 @@ func (s *stream) parseLabels(text []byte) string {
 
 // resolve sets the stream's service, host, level and attributes from its
 // labels.
-func (s *stream) resolve(cfg *Config) {
+func (s *stream) resolve(serviceLabels []string) {
 	for k := range s.labels {
 		if l := &s.labels[k]; l.inBuf {
 			l.value = s.buf[l.off : l.off+l.n]
 		}
 	}
-	svc := s.find(cfg.ServiceLabels...)
+	svc := s.find(serviceLabels...)
 	lvl := -1
 	for _, name := range [...]string{"level", "detected_level"} {
 		if k := s.find(name); k >= 0 {

@@ -147,7 +147,7 @@ func (d *Decoder) protoStream(msg []byte, n int, emit func(*logline.Event) error
 		}
 		return nil
 	}
-	d.stream.resolve(d.cfg)
+	d.stream.resolve(d.labels)
 	r = pbReader{b: msg}
 	for r.more() {
 		num, wire, _ := r.field()

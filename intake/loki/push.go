@@ -15,30 +15,38 @@ import (
 
 // Config holds the push settings.
 type Config struct {
-	// ServiceLabels are the labels that name an entry's service, the first
-	// a stream has winning.
-	ServiceLabels []string
+	// ServiceLabels are the labels that name an entry's service, comma
+	// separated, the first a stream has winning; "": the default.
+	ServiceLabels string
 }
 
 // DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
-	return Config{ServiceLabels: []string{"service_name", "service", "app", "job"}}
+	return Config{ServiceLabels: "service_name,service,app,job"}
 }
 
 // RegisterFlags adds the push flags to fs, with c's values as defaults.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&c.ServiceLabels, "loki-service-labels", c.ServiceLabels,
-		"Loki push: the stream labels that name the service, in order of preference (the first a stream has wins; none: \"default\")")
+	fs.StringVar(&c.ServiceLabels, "loki-service-labels", c.ServiceLabels,
+		"Loki push: the stream labels that name the service, comma separated, in order of preference (the first a stream has wins; none: \"default\")")
 }
 
 // Validate checks the settings.
 func (c *Config) Validate() error {
-	for _, l := range c.ServiceLabels {
-		if l == "" || strings.ContainsAny(l, "{}=,\" ") {
-			return fmt.Errorf("cannot use --loki-service-labels %q: want label names, comma separated", strings.Join(c.ServiceLabels, ","))
+	for _, l := range c.Labels() {
+		if l == "" || strings.ContainsAny(l, "{}=\" \t") {
+			return fmt.Errorf("cannot use --loki-service-labels %q: want label names, comma separated", c.ServiceLabels)
 		}
 	}
 	return nil
+}
+
+// Labels returns the service labels as a list, for Decode.
+func (c Config) Labels() []string {
+	if c.ServiceLabels == "" {
+		c = DefaultConfig()
+	}
+	return strings.Split(c.ServiceLabels, ",")
 }
 
 // Format is the encoding of a push body.
@@ -100,7 +108,7 @@ type Decoder struct {
 	ev      logline.Event
 	ids     intake.IDs
 	now     int64
-	cfg     *Config
+	labels  []string // the service labels
 	res     Result
 	entry   int // entries read so far in the request
 	stream  stream
@@ -115,14 +123,14 @@ type errStop struct{ err error }
 
 // Decode reads a push body (protobuf already snappy-decoded) and calls
 // emit once per accepted entry, in body order; the event and its bytes are
-// valid only during the call. A non-nil error from emit ends decoding and
+// valid only during the call. serviceLabels is Config.Labels(). A non-nil error from emit ends decoding and
 // is returned. A body broken as a whole is a 400 *httperr.Error. The
 // Result's Errors are reused by the next Decode.
-func (d *Decoder) Decode(body []byte, f Format, cfg *Config, now int64, emit func(*logline.Event) error) (Result, error) {
+func (d *Decoder) Decode(body []byte, f Format, serviceLabels []string, now int64, emit func(*logline.Event) error) (Result, error) {
 	if now == 0 {
 		now = time.Now().UnixNano()
 	}
-	d.now, d.cfg, d.entry = now, cfg, 0
+	d.now, d.labels, d.entry = now, serviceLabels, 0
 	d.res = Result{Errors: d.res.Errors[:0]}
 	d.ids.Reset()
 	var err error
@@ -189,5 +197,5 @@ func (d *Decoder) Release(keep int) {
 	d.json.idx.Release(keep)
 	d.ev.Reset()
 	d.stream.reset()
-	d.cfg = nil
+	d.labels = nil
 }

@@ -87,10 +87,11 @@ type event struct {
 }
 
 func decode(t *testing.T, body []byte, f Format, cfg Config) ([]event, Result, error) {
+	labels := cfg.Labels()
 	t.Helper()
 	var d Decoder
 	var evs []event
-	res, err := d.Decode(body, f, &cfg, now, func(e *logline.Event) error {
+	res, err := d.Decode(body, f, labels, now, func(e *logline.Event) error {
 		if len(e.ID) != 26 {
 			t.Errorf("event id %q, want a generated one", e.ID)
 		}
@@ -162,7 +163,7 @@ func TestDecodeProto(t *testing.T) {
 	}
 
 	// The service labels are configurable.
-	evs, res, _ = decode(t, pushProto(pbStream{labels: `{app="a", team="t"}`, entries: []pbEntry{{line: "x"}}}), FormatProtobuf, Config{ServiceLabels: []string{"team", "app"}})
+	evs, res, _ = decode(t, pushProto(pbStream{labels: `{app="a", team="t"}`, entries: []pbEntry{{line: "x"}}}), FormatProtobuf, Config{ServiceLabels: "team,app"})
 	check(t, "service labels", evs, res, 1, 0, event{Service: "t", Msg: "x", Attrs: `{"app":"a"}`})
 }
 
@@ -231,7 +232,7 @@ func TestDecodeStopsOnEmitError(t *testing.T) {
 		var d Decoder
 		n := 0
 		cfg := DefaultConfig()
-		_, err := d.Decode(tc.body, tc.f, &cfg, now, func(*logline.Event) error {
+		_, err := d.Decode(tc.body, tc.f, cfg.Labels(), now, func(*logline.Event) error {
 			if n++; n == 2 {
 				return stop
 			}
@@ -284,7 +285,7 @@ func TestDecodeAllocsPerEvent(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	cfg := DefaultConfig()
+	labels := DefaultConfig().Labels()
 	emit := func(*logline.Event) error { return nil }
 	for _, f := range []Format{FormatProtobuf, FormatJSON} {
 		var d Decoder
@@ -294,7 +295,7 @@ func TestDecodeAllocsPerEvent(t *testing.T) {
 				body = jsonBody(n)
 			}
 			run := func() {
-				if res, err := d.Decode(body, f, &cfg, now, emit); err != nil || res.Accepted != n {
+				if res, err := d.Decode(body, f, labels, now, emit); err != nil || res.Accepted != n {
 					t.Fatalf("format %d: %+v, %v", f, res, err)
 				}
 			}
@@ -308,13 +309,13 @@ func TestDecodeAllocsPerEvent(t *testing.T) {
 
 func benchDecode(b *testing.B, f Format, body []byte) {
 	var d Decoder
-	cfg := DefaultConfig()
+	labels := DefaultConfig().Labels()
 	var sink int
 	emit := func(e *logline.Event) error { sink += len(e.Message); return nil }
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.Decode(body, f, &cfg, now, emit); err != nil {
+		if _, err := d.Decode(body, f, labels, now, emit); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -337,9 +338,8 @@ func FuzzDecode(f *testing.F) {
 		if proto {
 			format = FormatProtobuf
 		}
-		cfg := DefaultConfig()
 		emitted := 0
-		res, err := d.Decode(body, format, &cfg, now, func(e *logline.Event) error {
+		res, err := d.Decode(body, format, DefaultConfig().Labels(), now, func(e *logline.Event) error {
 			emitted++
 			if len(e.Attrs) > 0 && !json.Valid(e.Attrs) {
 				t.Fatalf("attrs %q are not valid JSON", e.Attrs)
