@@ -105,6 +105,7 @@ func TestShipperGoElasticsearchBulkIndexer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := start(t, filepath.Join(dir, "data"), "--flush-interval", "100ms", "--tokens", tokens)
+	s.token = "es-token"
 	client, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{s.url + "/v1/es"},
 		APIKey: base64.StdEncoding.EncodeToString([]byte("ingest:es-token"))})
 	if err != nil {
@@ -212,6 +213,7 @@ func TestShipperFilebeatWireFormat(t *testing.T) {
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("fb-token checkout\n"), 0o600)
 	s := start(t, filepath.Join(dir, "data"), "--flush-interval", "100ms", "--tokens", tokens)
+	s.token = "fb-token"
 	h := map[string]string{
 		"User-Agent":    "Elastic-Filebeat/8.15.0 (linux; amd64; 60a1b6a2; 2024-08-01 17:34:20 +0000 UTC)",
 		"Accept":        "application/json",
@@ -253,6 +255,7 @@ func TestShipperLogstashWireFormat(t *testing.T) {
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("ls-token\n"), 0o600)
 	s := start(t, filepath.Join(dir, "data"), "--flush-interval", "100ms", "--tokens", tokens)
+	s.token = "ls-token"
 	h := map[string]string{
 		"User-Agent":    "Logstash/8.15.0 (OS=Linux-6.1.0-amd64; JVM=Eclipse Adoptium 21.0.4) logstash-output-elasticsearch/11.22.7",
 		"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("logstash_writer:ls-token")),
@@ -366,6 +369,7 @@ func TestShipperPromtailAlloyWireFormat(t *testing.T) {
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("loki-token\n"), 0o600)
 	s := start(t, filepath.Join(dir, "data"), "--flush-interval", "100ms", "--tokens", tokens)
+	s.token = "loki-token"
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
 	proto := map[string]string{"Content-Type": "application/x-protobuf", "X-Scope-OrgID": "team-a"}
 	promtail := lokiPush(lokiStream{labels: `{filename="/var/log/app/pay.log", host="web-3", job="payments", level="warn"}`,

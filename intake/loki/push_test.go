@@ -249,12 +249,16 @@ func TestDecodeStopsOnEmitError(t *testing.T) {
 func protoBody(n int) []byte {
 	streams := make([]pbStream, 8)
 	for i := range streams {
-		streams[i].labels = fmt.Sprintf(`{host="web-%02d", job="svc-%d", level="info"}`, i*3, i)
+		streams[i].labels = fmt.Sprintf(`{env="prod", host="web-%02d", job="svc-%d", level="info"}`, i*3, i)
 	}
 	t0 := time.Date(2026, 11, 21, 16, 4, 5, 0, time.UTC).Unix()
 	for i := range n {
 		s := &streams[i%8]
-		s.entries = append(s.entries, pbEntry{secs: t0, nanos: int64(i), line: fmt.Sprintf("GET /api/v1/orders/%d 200 %d.%dms user=u%05d trace=%08x dc=eu-west-1", 10000+i*7919%90000, i%97, i%10, i*31%100000, uint32(i)*2654435761)})
+		var meta [][2]string
+		if i%2 == 0 {
+			meta = [][2]string{{"trace_id", fmt.Sprintf("%08x", i)}}
+		}
+		s.entries = append(s.entries, pbEntry{secs: t0, nanos: int64(i), meta: meta, line: fmt.Sprintf("GET /api/v1/orders/%d 200 %d.%dms user=u%05d trace=%08x dc=eu-west-1", 10000+i*7919%90000, i%97, i%10, i*31%100000, uint32(i)*2654435761)})
 	}
 	return pushProto(streams...)
 }
@@ -266,12 +270,12 @@ func jsonBody(n int) []byte {
 		if s > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"stream":{"host":"web-%02d","job":"svc-%d","level":"info"},"values":[`, s*3, s)
+		fmt.Fprintf(&b, `{"stream":{"env":"prod","host":"web-%02d","job":"svc-%d","level":"info"},"values":[`, s*3, s)
 		for i := s; i < n; i += 8 {
 			if i > s {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, `["17637374450000%05d","GET /api/v1/orders/%d 200 %d.%dms user=u%05d dc=eu-west-1"]`, i, 10000+i*7919%90000, i%97, i%10, i*31%100000)
+			fmt.Fprintf(&b, `["17637374450000%05d","GET /api/v1/orders/%d 200 %d.%dms user=u%05d dc=eu-west-1",{"trace_id":"%08x"}]`, i, 10000+i*7919%90000, i%97, i%10, i*31%100000, i)
 		}
 		b.WriteString("]}")
 	}
