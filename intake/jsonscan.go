@@ -12,22 +12,6 @@ import "ingest/internal/jsonstr"
 // closely, marked 64 at a time), and the Parser methods that read strings
 // of the line through that index take that line as b.
 
-// content returns the text of the string at b[i] (unescaped into *buf when
-// it has escapes, else a sub-slice of b) and the index after it; b is the
-// indexed line.
-func (p *Parser) content(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
-	end, fl := p.idx.Scan(i)
-	if end < 0 {
-		return nil, i, false
-	}
-	raw := b[i+1 : end-1]
-	if fl&jsonstr.Escape == 0 {
-		return raw, end, true
-	}
-	*buf = jsonstr.Unescape((*buf)[:0], raw)
-	return *buf, end, true
-}
-
 // walkObject walks the members of the JSON object that is the whole of b,
 // calling fn with each (see jsonstr.MemberFunc); it returns "" or why the
 // line is bad.

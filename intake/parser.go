@@ -297,26 +297,8 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 // JSON text.
 func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	ev := &p.ev
-	if b[i] != '"' {
-		p.message, end, reason = jsonstr.AppendValue(p.message[:0], b, i, 0)
-		ev.Message = p.message
-		return end, reason
-	}
-	end, fl := p.idx.Scan(i)
-	if end < 0 {
-		return i, "cannot parse JSON: a string is not terminated"
-	}
-	raw := b[i+1 : end-1]
-	switch {
-	case fl == 0: // nothing to escape or replace: the line can copy it
-		ev.Message, ev.MessagePlain = raw, true
-	case fl&jsonstr.Escape == 0:
-		ev.Message = raw
-	default:
-		p.message = jsonstr.Unescape(p.message[:0], raw)
-		ev.Message = p.message
-	}
-	return end, ""
+	ev.Message, end, ev.MessagePlain, reason = p.idx.Text(i, 0, &p.message)
+	return end, reason
 }
 
 // finishEvent applies the defaults and closes the attrs object.
@@ -408,7 +390,7 @@ func (p *Parser) attrKey(dst, rawKey []byte, keyFlags jsonstr.Flags) []byte {
 func (p *Parser) textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
 	switch c := b[i]; {
 	case c == '"':
-		return p.content(b, i, buf)
+		return p.idx.String(i, buf)
 	case c == '-' || c >= '0' && c <= '9':
 		if end := jsonstr.NumberEnd(b, i); end >= 0 {
 			return b[i:end], end, true

@@ -114,16 +114,7 @@ func (d *Decoder) textAt(i int, buf *[]byte) (s []byte, end int, ok bool) {
 	b := d.idx.Bytes()
 	switch c := b[i]; {
 	case c == '"':
-		end, fl := d.idx.Scan(i)
-		if end < 0 {
-			return nil, i, false
-		}
-		raw := b[i+1 : end-1]
-		if fl&jsonstr.Escape == 0 {
-			return raw, end, true
-		}
-		*buf = jsonstr.Unescape((*buf)[:0], raw)
-		return *buf, end, true
+		return d.idx.String(i, buf)
 	case c == '-' || c >= '0' && c <= '9':
 		if end := jsonstr.NumberEnd(b, i); end >= 0 {
 			return b[i:end], end, true

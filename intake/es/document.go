@@ -270,28 +270,9 @@ func (d *Decoder) timeAt(v int) (t int64, end int, reason string) {
 // messageAt sets the message from the value at b[v]: a string's text, any
 // other value as its JSON text.
 func (d *Decoder) messageAt(v, depth int) (end int, reason string) {
-	b := d.idx.Bytes()
 	ev := &d.ev
-	if b[v] != '"' {
-		d.text, end, reason = jsonstr.AppendValue(d.text[:0], b, v, depth+1)
-		ev.Message = d.text
-		return end, reason
-	}
-	end, fl := d.idx.Scan(v)
-	if end < 0 {
-		return v, "cannot parse JSON: a string is not terminated"
-	}
-	raw := b[v+1 : end-1]
-	switch {
-	case fl == 0:
-		ev.Message, ev.MessagePlain = raw, true
-	case fl&jsonstr.Escape == 0:
-		ev.Message = raw
-	default:
-		d.text = jsonstr.Unescape(d.text[:0], raw)
-		ev.Message = d.text
-	}
-	return end, ""
+	ev.Message, end, ev.MessagePlain, reason = d.idx.Text(v, depth+1, &d.text)
+	return end, reason
 }
 
 // levelAt maps the level at b[v]; ok is false for a spelling or value it

@@ -1,6 +1,7 @@
 package loki
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"ingest/logline"
@@ -54,7 +55,7 @@ func (s *stream) parseLabels(text []byte) string {
 	i = skipSpace(text, i+1)
 	for i < len(text) && text[i] != '}' {
 		start := i
-		for i < len(text) && nameByte[text[i]] {
+		for i < len(text) && isNameByte(text[i]) {
 			i++
 		}
 		if i == start {
@@ -158,21 +159,10 @@ func appendPair(dst, name, value []byte) []byte {
 	return logline.AppendQuoted(dst, value)
 }
 
-var nameByte = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "_:.-" {
-		t[c] = true
-	}
-	return t
-}()
+// isNameByte reports whether c may be in a label name.
+func isNameByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == ':' || c == '.' || c == '-'
+}
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
@@ -196,6 +186,10 @@ func quotedEnd(b []byte, i int) (end int, escaped bool) {
 	return -1, escaped
 }
 
+// goEscapes pairs each one-letter escape of a Go string literal with the
+// byte it stands for.
+const goEscapes = "a\ab\bf\fn\nr\rt\tv\v\\\\\"\"''"
+
 // unquoteGo appends the text of a Go string literal's contents (as
 // strconv.Quote writes them) to dst; ok is false for a bad escape.
 func unquoteGo(dst, raw []byte) ([]byte, bool) {
@@ -211,23 +205,11 @@ func unquoteGo(dst, raw []byte) ([]byte, bool) {
 		}
 		e := raw[i+1]
 		i += 2
+		if k := strings.IndexByte(goEscapes, e); k >= 0 && k%2 == 0 {
+			dst = append(dst, goEscapes[k+1])
+			continue
+		}
 		switch e {
-		case 'a':
-			dst = append(dst, '\a')
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'v':
-			dst = append(dst, '\v')
-		case '\\', '"', '\'':
-			dst = append(dst, e)
 		case 'x', 'u', 'U':
 			n := 2
 			if e == 'u' {

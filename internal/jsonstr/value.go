@@ -268,6 +268,46 @@ func (x *Index) compactContainerEnd(i, depth int) int {
 	}
 }
 
+// String returns the contents of the string at b[i] (b of the last
+// Reset): a sub-slice of b, or when it has escapes its text unescaped into
+// *buf; end is the index after it. ok is false when no terminated string
+// starts there.
+func (x *Index) String(i int, buf *[]byte) (s []byte, end int, ok bool) {
+	end, fl := x.Scan(i)
+	if end < 0 {
+		return nil, i, false
+	}
+	raw := x.b[i+1 : end-1]
+	if fl&Escape == 0 {
+		return raw, end, true
+	}
+	*buf = Unescape((*buf)[:0], raw)
+	return *buf, end, true
+}
+
+// Text returns the value at b[i] (b of the last Reset, at nesting depth)
+// as text: a string's contents as String gives them, any other value as
+// its compact JSON written into *buf. plain reports a string with nothing
+// a writer must escape or replace (AppendQuoted copies it as it is).
+// reason is "" or why the value is not JSON.
+func (x *Index) Text(i, depth int, buf *[]byte) (text []byte, end int, plain bool, reason string) {
+	b := x.b
+	if b[i] != '"' {
+		*buf, end, reason = AppendValue((*buf)[:0], b, i, depth)
+		return *buf, end, false, reason
+	}
+	end, fl := x.Scan(i)
+	if end < 0 {
+		return nil, i, false, "cannot parse JSON: a string is not terminated"
+	}
+	raw := b[i+1 : end-1]
+	if fl&Escape == 0 {
+		return raw, end, fl == 0, ""
+	}
+	*buf = Unescape((*buf)[:0], raw)
+	return *buf, end, false, ""
+}
+
 // MemberFunc takes one member of an object: its key (unescaped), the key's
 // raw contents and flags (to copy it), the index of the key's opening
 // quote and the index of the value. It consumes the value and returns the
