@@ -1,6 +1,7 @@
 package es
 
 import (
+	"bytes"
 	"fmt"
 
 	"ingest/internal/jsonstr"
@@ -61,6 +62,9 @@ func (d *Decoder) refusal(n int) string {
 // when the line is not one.
 func (d *Decoder) readAction(line []byte) {
 	d.op, d.index, d.id, d.opReason = actUnread, nil, nil, ""
+	if d.plainAction(line) {
+		return
+	}
 	d.idx.Reset(line)
 	i := jsonstr.SkipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
@@ -87,6 +91,39 @@ func (d *Decoder) readAction(line []byte) {
 	if reason != "" {
 		d.op, d.opReason = actUnread, reason
 	}
+}
+
+// plainAction reads the action lines shippers write, compact with at
+// most an _index of plain bytes ({"create":{"_index":"logs"}},
+// {"index":{}}), without the JSON reader; it reports false, having set
+// nothing, for any other line.
+func (d *Decoder) plainAction(line []byte) bool {
+	var op action
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(line, []byte(`{"create":{`)):
+		op, rest = actCreate, line[len(`{"create":{`):]
+	case bytes.HasPrefix(line, []byte(`{"index":{`)):
+		op, rest = actIndex, line[len(`{"index":{`):]
+	default:
+		return false
+	}
+	if string(rest) == "}}" {
+		d.op = op
+		return true
+	}
+	const key = `"_index":"`
+	if len(rest) < len(key)+len(`"}}`) || !bytes.HasPrefix(rest, []byte(key)) || !bytes.HasSuffix(rest, []byte(`"}}`)) {
+		return false
+	}
+	index := rest[len(key) : len(rest)-3]
+	for _, c := range index {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	d.op, d.index = op, index
+	return true
 }
 
 // metadata reads one member of an action's metadata: _index and _id are

@@ -13,6 +13,14 @@ type answer struct {
 	items           []byte // the items, comma separated
 	stored, refused int
 	keep            kept
+	// The item of a stored document around its _id, for the action and
+	// index of the last one: a run of actions alike (every shipper's)
+	// copies them instead of writing every field.
+	cacheOp          action
+	cacheIndex       []byte
+	cacheOK          bool
+	withID           bool // the item has an _id, between head and tail
+	head, tail, item []byte
 }
 
 // kept is what a filter_path keeps of the answer.
@@ -39,6 +47,7 @@ var itemFieldNames = [...]string{"_index", "_id", "_version", "result", "status"
 func (a *answer) begin(fp []byte) {
 	a.items = a.items[:0]
 	a.stored, a.refused = 0, 0
+	a.cacheOK = false
 	a.keep = kept{took: wants(fp, "took"), errors: wants(fp, "errors"), items: wants(fp, "items")}
 	for op := range a.keep.fields {
 		for i, f := range itemFieldNames {
@@ -52,26 +61,60 @@ func (a *answer) begin(fp []byte) {
 // created answers an action that stored its document.
 func (a *answer) created(op action, index, id []byte) {
 	a.stored++
-	a.item(op, index, id, 201, "", "")
+	if !a.keep.items {
+		return
+	}
+	if !a.cacheOK || op != a.cacheOp || !bytes.Equal(index, a.cacheIndex) {
+		a.cacheItem(op, index)
+	}
+	if len(a.items) > 0 {
+		a.items = append(a.items, ',')
+	}
+	a.items = append(a.items, a.head...)
+	if a.withID {
+		a.items = logline.AppendQuoted(a.items, id)
+	}
+	a.items = append(a.items, a.tail...)
+}
+
+// idMark stands for the _id while an item is cached: a NUL, which
+// AppendQuoted writes as below, and which the _index before it cannot
+// hide (the last one is the _id's).
+const idMark = `"\u0000"`
+
+// cacheItem renders the item of a document stored by op into index, cut
+// around its _id.
+func (a *answer) cacheItem(op action, index []byte) {
+	items := a.items
+	a.items = a.item[:0]
+	a.itemTo(op, index, []byte{0}, 201, "", "")
+	a.item, a.items = a.items, items
+	a.cacheOp, a.cacheIndex, a.cacheOK = op, append(a.cacheIndex[:0], index...), true
+	i := bytes.LastIndex(a.item, []byte(idMark))
+	if a.withID = i >= 0; a.withID {
+		a.head, a.tail = a.item[:i], a.item[i+len(idMark):]
+	} else {
+		a.head, a.tail = a.item, nil
+	}
 }
 
 // refuse answers an action with a 400 error of type kind.
 func (a *answer) refuse(op action, index, id []byte, kind, reason string) {
 	a.refused++
-	a.item(op, index, id, 400, kind, reason)
+	if len(a.items) > 0 && a.keep.items {
+		a.items = append(a.items, ',')
+	}
+	a.itemTo(op, index, id, 400, kind, reason)
 }
 
-// item appends {"op":{"_index":..,"_id":..,...,"status":N[,"error":{...}]}}
-// with the fields the filter keeps.
-func (a *answer) item(op action, index, id []byte, status int, kind, reason string) {
+// itemTo appends {"op":{"_index":..,"_id":..,...,"status":N[,"error":{...}]}}
+// with the fields the filter keeps to the items.
+func (a *answer) itemTo(op action, index, id []byte, status int, kind, reason string) {
 	keep := a.keep.fields[op]
 	if !a.keep.items {
 		return
 	}
 	b := a.items
-	if len(b) > 0 {
-		b = append(b, ',')
-	}
 	b = append(append(append(b, `{"`...), op.String()...), `":{`...)
 	mark := len(b)
 	field := func(name string) {

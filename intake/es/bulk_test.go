@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -301,6 +302,32 @@ func FuzzDecode(f *testing.F) {
 		}
 		if len(m.Items) != d.Stored()+d.Refused() {
 			t.Fatalf("%d items for %d stored and %d refused", len(m.Items), d.Stored(), d.Refused())
+		}
+	})
+}
+
+// FuzzActionLine: where the shortcut for shippers' action lines takes a
+// line, the JSON reader reads the same action and index from it.
+func FuzzActionLine(f *testing.F) {
+	for _, s := range []string{`{"create":{}}`, `{"index":{"_index":"logs-generic-default"}}`, `{"create":{"_index":"a\"b"}}`,
+		`{"create":{"_index":"a","_id":"1"}}`, `{"index":{"_index":"é"}}`, `{"create":{"_index":""}}`, `{"index":{"_index":"a"}} `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast, slow Decoder
+		if !fast.plainAction(line) {
+			return
+		}
+		slow.idx.Reset(line)
+		// The reader's own path, without the shortcut.
+		slow.op, slow.index = actUnread, nil
+		i := 0
+		end, reason := slow.idx.Object(i, &slow.key, func(key, _ []byte, _ jsonstr.Flags, _, v int) (int, string) {
+			slow.op = actionNamed(key)
+			return slow.idx.Object(v, &slow.key, slow.metadata)
+		})
+		if reason != "" || end != len(line) || slow.op != fast.op || string(slow.index) != string(fast.index) {
+			t.Fatalf("line %q: the shortcut reads %v %q, the reader %v %q (%q)", line, fast.op, fast.index, slow.op, slow.index, reason)
 		}
 	})
 }
