@@ -31,6 +31,10 @@ type protoState struct {
 
 var protoPool = sync.Pool{New: func() any { return new(protoState) }}
 
+// lineOverhead is about what a stored line adds to an event's fields:
+// version, time, level, separators, quotes, newline.
+const lineOverhead = 48
+
 // retainProto is the scratch a pooled protoState may keep.
 const retainProto = 1 << 20
 
@@ -79,7 +83,24 @@ func (s *Server) intakeEvents(ctx *fasthttp.RequestCtx, count protocolCounters, 
 		return false
 	}
 	reserve := func(n int64) error { return s.reserve(ctx, &held, n) }
-	accepted, rejected, err := decode(body, reserve, func(e *logline.Event) error { s.addEvent(st, e); return nil })
+	// The encoded lines are held too. receive counted the body's size for
+	// them; a body of tiny records (a Loki entry can be 2 bytes, snappy
+	// makes a million of them cheap to send) encodes to many times that,
+	// so what goes past it is reserved as it is written, a step at a time.
+	lines, counted := int64(0), int64(len(body))
+	emit := func(e *logline.Event) error {
+		s.addEvent(st, e)
+		lines += int64(len(e.Message)+len(e.Attrs)+len(e.Service)+len(e.Host)+len(e.ID)) + lineOverhead
+		if lines > counted {
+			step := max(lines-counted, readStep)
+			if err := reserve(step); err != nil {
+				return err
+			}
+			counted += step
+		}
+		return nil
+	}
+	accepted, rejected, err := decode(body, reserve, emit)
 	if err != nil {
 		writeError(ctx, err)
 		return false
