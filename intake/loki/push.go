@@ -194,6 +194,7 @@ func (d *Decoder) Release(keep int) {
 	if cap(d.stream.labels) > keep/32 {
 		d.stream.labels = nil
 	}
+	clear(d.stream.labels[:cap(d.stream.labels)]) // keep no body alive from the pool
 	d.json.idx.Release(keep)
 	d.ev.Reset()
 	d.stream.reset()
