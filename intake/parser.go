@@ -388,15 +388,7 @@ func (p *Parser) attrKey(dst, rawKey []byte, keyFlags jsonstr.Flags) []byte {
 // with escapes is unescaped into *buf); ok is false for other values,
 // which stay attributes. b is the indexed line.
 func (p *Parser) textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
-	switch c := b[i]; {
-	case c == '"':
-		return p.idx.String(i, buf)
-	case c == '-' || c >= '0' && c <= '9':
-		if end := jsonstr.NumberEnd(b, i); end >= 0 {
-			return b[i:end], end, true
-		}
-	}
-	return nil, i, false
+	return p.idx.Scalar(i, buf)
 }
 
 // levelAt maps a level field at b[i]; ok is false for spellings and values

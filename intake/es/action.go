@@ -148,16 +148,7 @@ func (d *Decoder) metadata(key, _ []byte, _ jsonstr.Flags, _, v int) (int, strin
 // textAt reads the string (unescaped into *buf when it has escapes) or the
 // number at b[i] of the indexed line b; ok is false for other values.
 func (d *Decoder) textAt(i int, buf *[]byte) (s []byte, end int, ok bool) {
-	b := d.idx.Bytes()
-	switch c := b[i]; {
-	case c == '"':
-		return d.idx.String(i, buf)
-	case c == '-' || c >= '0' && c <= '9':
-		if end := jsonstr.NumberEnd(b, i); end >= 0 {
-			return b[i:end], end, true
-		}
-	}
-	return nil, i, false
+	return d.idx.Scalar(i, buf)
 }
 
 // skip returns the index after the value at b[i], or why it is not JSON.

@@ -285,6 +285,21 @@ func (x *Index) String(i int, buf *[]byte) (s []byte, end int, ok bool) {
 	return *buf, end, true
 }
 
+// Scalar returns the text of the string (as String) or the number at
+// b[i] (b of the last Reset); ok is false for any other value, and for a
+// string not terminated.
+func (x *Index) Scalar(i int, buf *[]byte) (s []byte, end int, ok bool) {
+	switch c := x.b[i]; {
+	case c == '"':
+		return x.String(i, buf)
+	case c == '-' || c >= '0' && c <= '9':
+		if end := NumberEnd(x.b, i); end >= 0 {
+			return x.b[i:end], end, true
+		}
+	}
+	return nil, i, false
+}
+
 // Text returns the value at b[i] (b of the last Reset, at nesting depth)
 // as text: a string's contents as String gives them, any other value as
 // its compact JSON written into *buf. plain reports a string with nothing
