@@ -268,30 +268,23 @@ func (x *Index) compactContainerEnd(i, depth int) int {
 	}
 }
 
-// String returns the contents of the string at b[i] (b of the last
-// Reset): a sub-slice of b, or when it has escapes its text unescaped into
-// *buf; end is the index after it. ok is false when no terminated string
-// starts there.
-func (x *Index) String(i int, buf *[]byte) (s []byte, end int, ok bool) {
-	end, fl := x.Scan(i)
-	if end < 0 {
-		return nil, i, false
-	}
-	raw := x.b[i+1 : end-1]
-	if fl&Escape == 0 {
-		return raw, end, true
-	}
-	*buf = Unescape((*buf)[:0], raw)
-	return *buf, end, true
-}
-
-// Scalar returns the text of the string (as String) or the number at
-// b[i] (b of the last Reset); ok is false for any other value, and for a
-// string not terminated.
+// Scalar returns the text of the string or the number at b[i] (b of the
+// last Reset): a string's contents are a sub-slice of b, or when it has
+// escapes its text unescaped into *buf. ok is false for any other value,
+// and for a string not terminated.
 func (x *Index) Scalar(i int, buf *[]byte) (s []byte, end int, ok bool) {
 	switch c := x.b[i]; {
 	case c == '"':
-		return x.String(i, buf)
+		end, fl := x.Scan(i)
+		if end < 0 {
+			return nil, i, false
+		}
+		raw := x.b[i+1 : end-1]
+		if fl&Escape == 0 {
+			return raw, end, true
+		}
+		*buf = Unescape((*buf)[:0], raw)
+		return *buf, end, true
 	case c == '-' || c >= '0' && c <= '9':
 		if end := NumberEnd(x.b, i); end >= 0 {
 			return x.b[i:end], end, true
@@ -301,7 +294,7 @@ func (x *Index) Scalar(i int, buf *[]byte) (s []byte, end int, ok bool) {
 }
 
 // Text returns the value at b[i] (b of the last Reset, at nesting depth)
-// as text: a string's contents as String gives them, any other value as
+// as text: a string's contents as Scalar gives them, any other value as
 // its compact JSON written into *buf. plain reports a string with nothing
 // a writer must escape or replace (AppendQuoted copies it as it is).
 // reason is "" or why the value is not JSON.
