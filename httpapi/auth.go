@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -189,14 +190,33 @@ func (e *tokenEntry) mayWrite(service []byte) bool {
 // the handler.
 const tokenKey = "ingest.token"
 
-// bearer is the token of the Authorization header, or nil.
-func bearer(ctx *fasthttp.RequestCtx) []byte {
+// presented is the token of the Authorization header: Bearer TOKEN;
+// Basic with TOKEN as the password (any user name: Fluent Bit, Logstash,
+// Vector); ApiKey TOKEN, or ApiKey base64(id:TOKEN) as Filebeat and
+// Logstash write an "id:key" API key, which alt then holds (any id). buf
+// is scratch space for the decoding.
+func presented(ctx *fasthttp.RequestCtx, buf []byte) (tok, alt []byte) {
 	h := ctx.Request.Header.Peek("Authorization")
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !bytes.EqualFold(h[:len(prefix)], []byte(prefix)) {
-		return nil
+	scheme, val, _ := bytes.Cut(h, []byte{' '})
+	val = bytes.TrimSpace(val)
+	switch {
+	case len(val) == 0:
+		return nil, nil
+	case bytes.EqualFold(scheme, []byte("Bearer")):
+		return val, nil
+	case bytes.EqualFold(scheme, []byte("Basic")):
+		dec, err := base64.StdEncoding.AppendDecode(buf[:0], val)
+		if _, pass, ok := bytes.Cut(dec, []byte{':'}); err == nil && ok {
+			return pass, nil
+		}
+	case bytes.EqualFold(scheme, []byte("ApiKey")):
+		dec, err := base64.StdEncoding.AppendDecode(buf[:0], val)
+		if _, key, ok := bytes.Cut(dec, []byte{':'}); err == nil && ok {
+			return val, key
+		}
+		return val, nil
 	}
-	return bytes.TrimSpace(h[len(prefix):])
+	return nil, nil
 }
 
 // authorize answers 401 and returns false unless tokens are off or the
@@ -207,13 +227,20 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx) bool {
 	if ts == nil {
 		return true
 	}
-	if e := ts.lookup(bearer(ctx)); e != nil {
+	var buf [256]byte
+	tok, alt := presented(ctx, buf[:])
+	e := ts.lookup(tok)
+	if e == nil && alt != nil {
+		e = ts.lookup(alt)
+	}
+	if e != nil {
 		ctx.SetUserValue(tokenKey, e)
 		return true
 	}
 	s.met.unauthorized.Inc()
-	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ingest"`)
-	writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token: send Authorization: Bearer <token> with a token of the server's --tokens file"})
+	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ingest", Basic realm="ingest"`)
+	writeError(ctx, &httperr.Error{Status: fasthttp.StatusUnauthorized, Msg: "missing or unknown bearer token: send Authorization: Bearer <token> " +
+		"(or ApiKey <token>, or Basic auth with the token as the password) with a token of the server's --tokens file"})
 	return false
 }
 

@@ -40,7 +40,8 @@ func (s *Server) listCluster(ctx *fasthttp.RequestCtx) {
 func (s *Server) withTailKeyOrToken(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if s.deps.Cluster != nil && string(ctx.QueryArgs().Peek("local")) == "1" {
-			if key := bearer(ctx); len(key) > 0 && subtle.ConstantTimeCompare(key, []byte(s.deps.Cluster.TailKey())) == 1 {
+			var buf [128]byte
+			if key, _ := presented(ctx, buf[:]); len(key) > 0 && subtle.ConstantTimeCompare(key, []byte(s.deps.Cluster.TailKey())) == 1 {
 				h(ctx)
 				return
 			}

@@ -16,6 +16,9 @@
 //	GET  /v1/stats/{service}             events per hour and level
 //	POST /v1/retention                   delete the day tables past the retention
 //	GET  /loki/api/v1/...                Loki's read API for Grafana (loki_*.go), tail a WebSocket
+//	POST /v1/es/_bulk, /v1/es/{index}/_bulk  Elasticsearch bulk (package intake/es); other /v1/es/ calls answered as done
+//	POST /loki/api/v1/push               Loki push, protobuf or JSON (package intake/loki)
+//	GET  /ready                          as /readyz (Loki's readiness path)
 //
 // Every /v1/ and /loki/ path needs a token when --tokens is set, known or not; an
 // instance's own tail (/v1/tail?local=1) also takes its tail key, which the
@@ -23,6 +26,8 @@
 // Before any route, guard.go refuses a Host that names another site when
 // no tokens are set (DNS rebinding; the probes excepted) and a write a
 // browser sent from another origin (cross-site forms).
+// A token comes as Authorization: Bearer, ApiKey (Elasticsearch clients)
+// or as the password of Basic auth.
 //
 // A request's body is read through a byte budget for requests in flight
 // (--max-inflight-bytes, held by an admission.Hold per request), reserved

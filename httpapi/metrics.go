@@ -7,6 +7,8 @@ type metrics struct {
 	latency        *prometheus.HistogramVec
 	eventsAccepted prometheus.Counter
 	eventsRejected prometheus.Counter
+	protocolEvents *prometheus.CounterVec // by protocol (es, loki) and result (accepted, rejected)
+	es, loki       protocolCounters
 	bytesIn        prometheus.Counter
 	inflightFull   prometheus.Counter
 	ackTimeouts    prometheus.Counter
@@ -36,14 +38,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "HTTP request latency by route.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"route"}),
 		eventsAccepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_accepted_total", Help: "Events accepted (log events and login attempts)."}),
 		eventsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_rejected_total", Help: "Lines rejected as invalid."}),
-		bytesIn:        prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_body_bytes_total", Help: "Request body bytes received, as sent (compressed or not)."}),
-		inflightFull:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
-		ackTimeouts:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_ack_timeouts_total", Help: "Requests under --ack flush answered 202 with stored:false (in the WAL, not yet in storage) when --ack-timeout passed."}),
-		blobsSkipped:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_skipped_total", Help: "Blobs a query skipped by their StartTime/EndTime metadata."}),
-		blobsRead:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
-		tailReaders:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_readers", Help: "Clients following GET /v1/tail."}),
-		tailDropped:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_dropped_events_total", Help: "Events a slow tail reader did not get (its queue was full); intake never waits for a tail."}),
-		unauthorized:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_unauthorized_total", Help: "Requests refused (401) for a missing or unknown bearer token."}),
+		protocolEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_protocol_events_total",
+			Help: "Events of the shippers' protocols (es: Elasticsearch bulk, loki: Loki push), by result: accepted (also in ingest_events_accepted_total) or rejected."}, []string{"protocol", "result"}),
+		bytesIn:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_body_bytes_total", Help: "Request body bytes received, as sent (compressed or not)."}),
+		inflightFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
+		ackTimeouts:  prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_ack_timeouts_total", Help: "Requests under --ack flush answered 202 with stored:false (in the WAL, not yet in storage) when --ack-timeout passed."}),
+		blobsSkipped: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_skipped_total", Help: "Blobs a query skipped by their StartTime/EndTime metadata."}),
+		blobsRead:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_query_blobs_read_total", Help: "Blobs a query read."}),
+		tailReaders:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_tail_readers", Help: "Clients following GET /v1/tail."}),
+		tailDropped:  prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_dropped_events_total", Help: "Events a slow tail reader did not get (its queue was full); intake never waits for a tail."}),
+		unauthorized: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_unauthorized_total", Help: "Requests refused (401) for a missing or unknown bearer token."}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_reloads_total",
 			Help: "Re-reads of the tokens file and TLS certificate (SIGHUP), by result (ok, error: the previous ones stay)."}, []string{"result"}),
 		connsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_conns_refused_total",
@@ -60,9 +64,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Streams from other instances' tails that failed or ended while wanted (each retried with backoff while the instance is live)."})
 	m.tailPeerBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_tail_peer_bytes_total",
 		Help: "NDJSON bytes received from other instances' tails."})
+	m.es = protocolCounters{m.protocolEvents.WithLabelValues("es", "accepted"), m.protocolEvents.WithLabelValues("es", "rejected")}
+	m.loki = protocolCounters{m.protocolEvents.WithLabelValues("loki", "accepted"), m.protocolEvents.WithLabelValues("loki", "rejected")}
 	if reg != nil {
 		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes)
-		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
+		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.protocolEvents, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m
 }
+
+// protocolCounters count one protocol's events.
+type protocolCounters struct{ accepted, rejected prometheus.Counter }

@@ -36,6 +36,7 @@ func (s *Server) newRoutes() routes {
 		{name: "readyz", match: is("/readyz"), serve: s.ready},
 		{name: "metrics", match: is("/metrics"), serve: s.metrics},
 		{name: "page", method: fasthttp.MethodGet, match: isPage, serve: s.page},
+		{name: "ready", match: is("/ready"), serve: s.ready}, // Loki's readiness path, which Vector's health check calls
 		// Checks its own token: another instance following this one's tail
 		// presents this instance's tail key instead of a client's token.
 		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.withTailKeyOrToken(s.tailLogs)},
@@ -54,14 +55,17 @@ func (s *Server) newRoutes() routes {
 		{name: "get_logins", method: fasthttp.MethodGet, match: below("/v1/logins/"), serve: s.queryLogins},
 		{name: "get_cluster", method: fasthttp.MethodGet, match: is("/v1/cluster"), serve: s.listCluster},
 		{name: "get_services", method: fasthttp.MethodGet, match: is("/v1/services"), serve: s.listServices},
+		{name: "es", match: under(esBase), serve: s.esAPI},
 		// The paths above, with a method they do not take.
 		{name: "other", match: anyOf(under("/v1/logs"), under("/v1/logins"), is("/v1/tail"), is("/v1/services"), is("/v1/cluster")),
 			serve: func(ctx *fasthttp.RequestCtx) { methodNotAllowed(ctx, "GET, POST") }},
 	}
-	// Loki's read API, for Grafana's Loki data source (loki_*.go); behind
-	// the token check as /v1/ is.
+	// Loki's push API for shippers (lokipush.go) and its read API for
+	// Grafana's Loki data source (loki_*.go); behind the token check as
+	// /v1/ is.
 	const loki = "/loki/api/v1/"
 	rt.api = append(rt.api,
+		route{name: "loki_push", method: fasthttp.MethodPost, match: is(lokiPushPath), serve: s.lokiPush},
 		route{name: "loki_query_range", match: is(loki + "query_range"), serve: allowOnly(fasthttp.MethodGet, s.lokiQueryRange)},
 		route{name: "loki_query", match: is(loki + "query"), serve: allowOnly(fasthttp.MethodGet, s.lokiQuery)},
 		route{name: "loki_labels", match: anyOf(is(loki+"labels"), is(loki+"label")), serve: allowOnly(fasthttp.MethodGet, s.lokiLabels)},
@@ -96,6 +100,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx) string {
 	if r := find(ctx, s.routes.open); r != nil {
 		r.serve(ctx)
 		return r.name
+	}
+	if under(esBase)(ctx.Path()) {
+		// Elasticsearch clients check every answer for it, a 401 included.
+		ctx.Response.Header.Set("X-Elastic-Product", "Elasticsearch")
 	}
 	if needsToken(ctx.Path()) && !s.authorize(ctx) {
 		return "unauthorized"

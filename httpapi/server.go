@@ -21,7 +21,9 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"ingest/admission"
+	"ingest/intake/es"
 	"ingest/intake/group"
+	"ingest/intake/loki"
 	"ingest/internal/flagutil"
 	"ingest/query"
 )
@@ -57,6 +59,8 @@ type Config struct {
 	// MaxTailReaders bounds the open GET /v1/tail streams, peers' included
 	// (429 past it; 0: the default).
 	MaxTailReaders int
+	ES             es.Config   // what /v1/es/ says it is
+	Loki           loki.Config // how Loki pushes name services
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -74,6 +78,8 @@ func DefaultConfig() Config {
 		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
 		TailBudgetBytes:      64 << 20,
 		MaxTailReaders:       256,
+		ES:                   es.DefaultConfig(),
+		Loki:                 loki.DefaultConfig(),
 	}
 }
 
@@ -99,6 +105,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentQueries, "max-concurrent-queries", c.MaxConcurrentQueries, "reads that scan storage at once (GET /v1/logs and its histograms, /v1/logins/{user}, /v1/services); past it a read waits up to 2 s, then gets 429")
 	flagutil.BytesVar(fs, &c.TailBudgetBytes, "tail-budget-bytes", c.TailBudgetBytes, "memory for every live tail at once (lines waiting for readers, streams from other instances); a reader that falls behind loses events, with a marker")
 	fs.IntVar(&c.MaxTailReaders, "max-tail-readers", c.MaxTailReaders, "open GET /v1/tail streams at most, those of other instances included (each client tail opens one on every instance); past it 429")
+	c.ES.RegisterFlags(fs)
+	c.Loki.RegisterFlags(fs)
 }
 
 // Validate checks the settings. It changes nothing.
@@ -134,7 +142,10 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrentQueries < 0 {
 		return fmt.Errorf("cannot use --max-concurrent-queries %d: want at least 1", c.MaxConcurrentQueries)
 	}
-	return nil
+	if err := c.ES.Validate(); err != nil {
+		return err
+	}
+	return c.Loki.Validate()
 }
 
 // TLS reports whether the server serves HTTPS.
@@ -179,8 +190,11 @@ type Server struct {
 	met      *metrics
 	metricsH fasthttp.RequestHandler
 	routes   routes
-	ln       net.Listener
-	tail     tailHub
+	// lokiServiceLabels is cfg.Loki.Labels(), the service labels of Loki
+	// pushes.
+	lokiServiceLabels []string
+	ln                net.Listener
+	tail              tailHub
 	// peerClient follows the other instances' tails.
 	peerClient *http.Client
 	// lingering counts connections reading and dropping the rest of a
@@ -198,7 +212,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, deps: deps, hosts: newHostGuard(&cfg)}
+	s := &Server{cfg: cfg, deps: deps, hosts: newHostGuard(&cfg), lokiServiceLabels: cfg.Loki.Labels()}
 	s.inflight = admission.New(cfg.MaxInflightBytes, "request bytes in flight", "--max-inflight-bytes")
 	if s.groups = deps.Groups; s.groups == nil {
 		var err error

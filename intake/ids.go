@@ -9,9 +9,9 @@ import (
 // IDLen is the length of a generated event id: a ULID in Crockford base32.
 const IDLen = ulid.EncodedSize
 
-// idGen hands out event ids for one request. It draws one ULID (48-bit
-// millisecond time, 80 random bits) per request and adds a per-event
-// counter to the random part, the way ulid.Monotonic does. Ids of one
+// IDs hands out event ids for one request: Reset, then Next per event.
+// It draws one ULID (48-bit millisecond time, 80 random bits) per request
+// and adds a per-event counter to the random part, the way ulid.Monotonic does. Ids of one
 // request therefore sort in event order, and two requests collide only if
 // their random parts land within a batch length of each other: a chance of
 // about n/2^79 for n events, across instances and restarts alike, with no
@@ -19,14 +19,14 @@ const IDLen = ulid.EncodedSize
 //
 // The 80 random bits are exactly the last 16 base32 characters, so adding
 // one is an odometer step on the text: no re-encoding, no allocation.
-type idGen struct {
+type IDs struct {
 	text [IDLen]byte
 	init bool // text holds the last id handed out
 }
 
-// reset starts a new request. The randomness is drawn lazily, so a request
+// Reset starts a new request. The randomness is drawn lazily, so a request
 // whose events all carry ids pays nothing.
-func (g *idGen) reset() { g.init = false }
+func (g *IDs) Reset() { g.init = false }
 
 // crockford is ULID's base32 alphabet; crockfordNext maps each of its
 // characters to the following one.
@@ -39,8 +39,8 @@ var crockfordNext = func() (t [256]byte) {
 	return t
 }()
 
-// next appends the next id to dst; nowNano dates the request's first id.
-func (g *idGen) next(dst []byte, nowNano int64) []byte {
+// Next appends the next id to dst; nowNano dates the request's first id.
+func (g *IDs) Next(dst []byte, nowNano int64) []byte {
 	if !g.init {
 		var id ulid.ULID
 		ms := uint64(0)

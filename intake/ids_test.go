@@ -8,11 +8,11 @@ import (
 )
 
 func TestIDsAreConsecutiveULIDs(t *testing.T) {
-	var g idGen
-	g.reset()
+	var g IDs
+	g.Reset()
 	var ids []ulid.ULID
 	for range 2000 {
-		text := g.next(nil, now)
+		text := g.Next(nil, now)
 		if len(text) != IDLen {
 			t.Fatalf("id %q has %d characters, want %d", text, len(text), IDLen)
 		}
@@ -37,24 +37,24 @@ func TestIDsAreConsecutiveULIDs(t *testing.T) {
 }
 
 func TestIDCarry(t *testing.T) {
-	g := idGen{init: true}
+	g := IDs{init: true}
 	copy(g.text[:], "01JDQ8ZK3M0000000000000ZZZ")
-	if got := string(g.next(nil, now)); got != "01JDQ8ZK3M0000000000001000" {
+	if got := string(g.Next(nil, now)); got != "01JDQ8ZK3M0000000000001000" {
 		t.Fatalf("carry: got %s", got)
 	}
 	copy(g.text[:], "01JDQ8ZK3MZZZZZZZZZZZZZZZZ")
-	if got := string(g.next(nil, now)); got != "01JDQ8ZK3M0000000000000000" {
+	if got := string(g.Next(nil, now)); got != "01JDQ8ZK3M0000000000000000" {
 		t.Fatalf("wrap: got %s, want the random part to wrap and the time part kept", got)
 	}
 }
 
 func TestIDsDifferAcrossRequests(t *testing.T) {
 	seen := map[string]bool{}
-	var g idGen
+	var g IDs
 	for range 100 {
-		g.reset()
+		g.Reset()
 		for range 10 {
-			id := string(g.next(nil, now))
+			id := string(g.Next(nil, now))
 			if seen[id] {
 				t.Fatalf("id %s handed out twice", id)
 			}

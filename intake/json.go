@@ -142,11 +142,11 @@ func (p *Parser) scanArray(body []byte) error {
 	fail := func(format string, args ...any) error {
 		return errorf(http.StatusBadRequest, "cannot parse JSON array: "+format, args...)
 	}
-	i := skipWS(body, 0)
+	i := jsonstr.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '[' {
 		return fail("the body does not start with '['")
 	}
-	i = skipWS(body, i+1)
+	i = jsonstr.SkipSpace(body, i+1)
 	if i < len(body) && body[i] == ']' {
 		i++
 	} else {
@@ -156,7 +156,7 @@ func (p *Parser) scanArray(body []byte) error {
 				return fail("element %d: %v", len(p.spans)+1, err)
 			}
 			p.spans = append(p.spans, span{i, end})
-			i = skipWS(body, end)
+			i = jsonstr.SkipSpace(body, end)
 			if i >= len(body) {
 				return fail("the array is not closed with ']' after element %d", len(p.spans))
 			}
@@ -167,10 +167,10 @@ func (p *Parser) scanArray(body []byte) error {
 			if body[i] != ',' {
 				return fail("missing ',' after element %d", len(p.spans))
 			}
-			i = skipWS(body, i+1)
+			i = jsonstr.SkipSpace(body, i+1)
 		}
 	}
-	if i = skipWS(body, i); i < len(body) {
+	if i = jsonstr.SkipSpace(body, i); i < len(body) {
 		return fail("unexpected data after the closing ']'")
 	}
 	return nil
@@ -196,15 +196,6 @@ func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []by
 		}
 	}
 	return nil
-}
-
-func skipWS(b []byte, i int) int {
-	// One comparison settles the usual case, a token right away: every
-	// whitespace byte is <= ' ', no token's first byte is.
-	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
 }
 
 var (

@@ -348,7 +348,7 @@ func FuzzParseLogs(f *testing.F) {
 }
 
 // rewriteAttrs builds an event's attrs the plain way, every member re-written
-// by appendValue, as the reference for the members attrAt copies whole.
+// by jsonstr.AppendValue, as the reference for the members attrAt copies whole.
 func rewriteAttrs(p *Parser, b []byte) (attrs []byte, bad string) {
 	p.ev.Reset()
 	p.beginAttrs(b)
@@ -365,7 +365,7 @@ func rewriteAttrs(p *Parser, b []byte) (attrs []byte, bad string) {
 		attrs = append(jsonstr.AppendRaw(attrs, rawKey, keyFlags), ':')
 		var end int
 		var reason string
-		attrs, end, reason = appendValue(attrs, b, i, 0)
+		attrs, end, reason = jsonstr.AppendValue(attrs, b, i, 0)
 		return end, reason
 	})
 	if len(attrs) > 0 {

@@ -130,10 +130,10 @@ func (p *Parser) loginFromLine(b []byte) string {
 // boolAt reads true/false, the strings "true"/"false" in any case, and 1/0
 // as a number or a string.
 func (p *Parser) boolAt(b []byte, i int) (val bool, end int, ok bool) {
-	if end := literal(b, i, "true"); end >= 0 {
+	if end := jsonstr.LiteralEnd(b, i, "true"); end >= 0 {
 		return true, end, true
 	}
-	if end := literal(b, i, "false"); end >= 0 {
+	if end := jsonstr.LiteralEnd(b, i, "false"); end >= 0 {
 		return false, end, true
 	}
 	s, end, ok := p.textAt(b, i, &p.num)

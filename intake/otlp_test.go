@@ -17,6 +17,7 @@ import (
 
 	"ingest/internal/benchcpu"
 	"ingest/internal/httperr"
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -281,9 +282,9 @@ func TestOTLPWire(t *testing.T) {
 		t.Fatalf("resource after its scopes: %v %+v %v", err, r, evs)
 	}
 
-	evs, r, err = parseAll(t, string(otlpNested(maxDepth+5)), FormatOTLPProto, Defaults{Now: now})
+	evs, r, err = parseAll(t, string(otlpNested(jsonstr.MaxDepth+5)), FormatOTLPProto, Defaults{Now: now})
 	if err != nil || r.Accepted != 1 || r.Rejected != 1 || r.Errors[0].Line != 1 || !strings.Contains(r.Errors[0].Error, "nested deeper") || evs[0].Message != "next" {
-		t.Fatalf("a body nested %d deep: %v %+v", maxDepth+5, err, r)
+		t.Fatalf("a body nested %d deep: %v %+v", jsonstr.MaxDepth+5, err, r)
 	}
 
 	broken := []byte{fieldRecordTime<<3 | 1, 1, 2} // a fixed64 of 2 bytes

@@ -12,6 +12,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -97,7 +98,7 @@ func (v *otlpEmitter) record(raw []byte, emit func(*logline.Event) error) error 
 // walkOTLPJSON walks the request's resource logs, their scope logs and
 // their records, calling v (nil: only checking that the frame is sound).
 func walkOTLPJSON(body []byte, v *otlpEmitter, emit func(*logline.Event) error) error {
-	i := skipWS(body, 0)
+	i := jsonstr.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return errors.New("the body is not a JSON object")
 	}
@@ -110,7 +111,7 @@ func walkOTLPJSON(body []byte, v *otlpEmitter, emit func(*logline.Event) error) 
 	if err != nil {
 		return err
 	}
-	if skipWS(body, end) < len(body) {
+	if jsonstr.SkipSpace(body, end) < len(body) {
 		return errors.New("unexpected data after the request object")
 	}
 	return nil
@@ -184,11 +185,11 @@ func isKey(key []byte, names ...string) bool {
 // error; it returns the index after the object. Values are framed, not
 // checked.
 func jsonMembers(b []byte, i int, fn func(key []byte, start, end int) error) (int, error) {
-	i = skipWS(b, i)
+	i = jsonstr.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return i, errors.New("want a JSON object")
 	}
-	i = skipWS(b, i+1)
+	i = jsonstr.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -201,11 +202,11 @@ func jsonMembers(b []byte, i int, fn func(key []byte, start, end int) error) (in
 			return i, err
 		}
 		key := b[i+1 : q]
-		i = skipWS(b, q+1)
+		i = jsonstr.SkipSpace(b, q+1)
 		if i >= len(b) || b[i] != ':' {
 			return i, errors.New("want ':' after a member name")
 		}
-		start := skipWS(b, i+1)
+		start := jsonstr.SkipSpace(b, i+1)
 		end, err := skipValue(b, start)
 		if err != nil {
 			return end, err
@@ -222,14 +223,14 @@ func jsonMembers(b []byte, i int, fn func(key []byte, start, end int) error) (in
 		if err := fn(key, start, end); err != nil {
 			return end, err
 		}
-		i = skipWS(b, end)
+		i = jsonstr.SkipSpace(b, end)
 		if i < len(b) && b[i] == '}' {
 			return i + 1, nil
 		}
 		if i >= len(b) || b[i] != ',' {
 			return i, errors.New("want ',' or '}' after a member")
 		}
-		i = skipWS(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 	}
 }
 
@@ -242,7 +243,7 @@ func jsonObjects(b []byte, i int, name string, fn func(start, end int) error) er
 	if b[i] != '[' {
 		return fmt.Errorf("%s is not an array", name)
 	}
-	i = skipWS(b, i+1)
+	i = jsonstr.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return nil
 	}
@@ -257,13 +258,13 @@ func jsonObjects(b []byte, i int, name string, fn func(start, end int) error) er
 		if err := fn(i, end); err != nil {
 			return err
 		}
-		i = skipWS(b, end)
+		i = jsonstr.SkipSpace(b, end)
 		if i < len(b) && b[i] == ']' {
 			return nil
 		}
 		if i >= len(b) || b[i] != ',' {
 			return fmt.Errorf("want ',' or ']' in %s", name)
 		}
-		i = skipWS(b, i+1)
+		i = jsonstr.SkipSpace(b, i+1)
 	}
 }

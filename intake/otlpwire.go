@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -390,10 +391,10 @@ func appendAnyOrNull(dst, v []byte) []byte {
 // appendAnyValue does a decoded one: scalars as themselves, bytes as
 // base64, arrays and key-value lists as arrays and objects, an empty value
 // as null, NaN and infinities as strings. Of several values, the last
-// wins. Nesting past maxDepth is an error.
+// wins. Nesting past jsonstr.MaxDepth is an error.
 func appendAnyWire(dst, v []byte, depth int) ([]byte, error) {
-	if depth >= maxDepth {
-		return dst, fmt.Errorf("nested deeper than %d levels", maxDepth)
+	if depth >= jsonstr.MaxDepth {
+		return dst, fmt.Errorf("nested deeper than %d levels", jsonstr.MaxDepth)
 	}
 	var last wireFields
 	f := wireFields{b: v}

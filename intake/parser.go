@@ -135,7 +135,7 @@ type Parser struct {
 	num     []byte // a number's text
 	res     []byte // OTLP resource attributes, each after a comma
 	key     []byte // a key with escapes, unescaped
-	ids     idGen
+	ids     IDs
 	spans   []span        // array element bounds
 	idx     jsonstr.Index // where the strings of the line being read end
 
@@ -194,7 +194,7 @@ func (p *Parser) begin(d *Defaults) {
 	if p.now == 0 {
 		p.now = time.Now().UnixNano()
 	}
-	p.ids.reset()
+	p.ids.Reset()
 }
 
 // fieldKind classifies the keys with a meaning of their own.
@@ -346,26 +346,8 @@ func (p *Parser) eventFieldAt(b, key []byte, i int, seen *seenFields) (end int, 
 // JSON text.
 func (p *Parser) messageAt(b []byte, i int) (end int, reason string) {
 	ev := &p.ev
-	if b[i] != '"' {
-		p.message, end, reason = appendValue(p.message[:0], b, i, 0)
-		ev.Message = p.message
-		return end, reason
-	}
-	end, fl := p.idx.Scan(i)
-	if end < 0 {
-		return i, "cannot parse JSON: a string is not terminated"
-	}
-	raw := b[i+1 : end-1]
-	switch {
-	case fl == 0: // nothing to escape or replace: the line can copy it
-		ev.Message, ev.MessagePlain = raw, true
-	case fl&jsonstr.Escape == 0:
-		ev.Message = raw
-	default:
-		p.message = jsonstr.Unescape(p.message[:0], raw)
-		ev.Message = p.message
-	}
-	return end, ""
+	ev.Message, end, ev.MessagePlain, reason = p.idx.Text(i, 0, &p.message)
+	return end, reason
 }
 
 // finishEvent applies the defaults and closes the attrs object.
@@ -384,7 +366,7 @@ func (p *Parser) finishRecord(haveTime, haveID bool, t *int64, id, attrs *[]byte
 		*t = p.now
 	}
 	if !haveID {
-		p.id = p.ids.next(p.id[:0], p.now)
+		p.id = p.ids.Next(p.id[:0], p.now)
 		*id = p.id
 	}
 	p.flushRun()
@@ -407,7 +389,7 @@ func (p *Parser) beginAttrs(b []byte) {
 // is copied in one piece; the others are re-written.
 func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) (int, string) {
 	if i == start+len(rawKey)+3 && (keyFlags == 0 || jsonstr.Verbatim(rawKey, keyFlags)) { // "key": then the value
-		if end := p.compactEnd(b, i, 0); end >= 0 {
+		if end := p.idx.CompactEnd(i, 0); end >= 0 {
 			if p.runEnd > 0 && start == p.runEnd+1 && b[p.runEnd] == ',' {
 				p.runEnd = end
 			} else {
@@ -421,7 +403,7 @@ func (p *Parser) attrAt(b, rawKey []byte, keyFlags jsonstr.Flags, start, i int) 
 	p.attrs = p.attrKey(p.attrs, rawKey, keyFlags)
 	var end int
 	var reason string
-	p.attrs, end, reason = appendValue(p.attrs, b, i, 0)
+	p.attrs, end, reason = jsonstr.AppendValue(p.attrs, b, i, 0)
 	return end, reason
 }
 
@@ -455,15 +437,7 @@ func (p *Parser) attrKey(dst, rawKey []byte, keyFlags jsonstr.Flags) []byte {
 // with escapes is unescaped into *buf); ok is false for other values,
 // which stay attributes. b is the indexed line.
 func (p *Parser) textAt(b []byte, i int, buf *[]byte) (s []byte, end int, ok bool) {
-	switch c := b[i]; {
-	case c == '"':
-		return p.content(b, i, buf)
-	case c == '-' || c >= '0' && c <= '9':
-		if end := scanNumber(b, i); end >= 0 {
-			return b[i:end], end, true
-		}
-	}
-	return nil, i, false
+	return p.idx.Scalar(i, buf)
 }
 
 // levelAt maps a level field at b[i]; ok is false for spellings and values
@@ -509,33 +483,16 @@ func parseLevel(s []byte) (logline.Level, bool) {
 func (p *Parser) timeAt(b []byte, i int, key []byte) (t int64, end int, reason string) {
 	text, end, ok := p.textAt(b, i, &p.num)
 	if !ok {
-		if _, end, reason := appendValue(p.num[:0], b, i, 0); reason != "" {
+		if _, end, reason := jsonstr.AppendValue(p.num[:0], b, i, 0); reason != "" {
 			return 0, end, reason
 		}
-		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonKind(b[i]))
+		return 0, end, fmt.Sprintf("cannot parse field %q: the timestamp is %s, want a string or a number", key, jsonstr.Kind(b[i]))
 	}
 	t, err := ParseTimestamp(text)
 	if err != nil {
 		return 0, end, fmt.Sprintf("cannot parse field %q: %q %v", key, clip(text), err)
 	}
 	return t, end, ""
-}
-
-// jsonKind names the kind of JSON value starting with c.
-func jsonKind(c byte) string {
-	switch c {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	case '"':
-		return "a string"
-	}
-	return "a number"
 }
 
 // clip shortens a value quoted in an error message.

@@ -14,6 +14,10 @@ var (
 	maxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() - 1
 )
 
+// TimeInRange reports whether t, Unix nanoseconds, is in the years
+// 1678..2261 that an event's time may be.
+func TimeInRange(t int64) bool { return t >= minTime && t <= maxTime }
+
 var (
 	errTimeSyntax = errors.New("is neither RFC 3339 (2006-01-02T15:04:05.999Z07:00) nor Unix time")
 	errTimeRange  = errors.New("is outside the years 1678..2261")

@@ -54,6 +54,7 @@ type server struct {
 	t       *testing.T
 	url     string
 	dataDir string
+	token   string // sent as a bearer token by the test's reads, when set
 }
 
 // start runs `ingest serve` on a free loopback port and waits until healthy.

@@ -40,7 +40,11 @@ func (s *server) queryNDJSON(service string, from, to time.Time, want int) []map
 	q := url.Values{"service": {service}, "from": {from.UTC().Format(time.RFC3339Nano)}, "to": {to.UTC().Format(time.RFC3339Nano)}}
 	var body string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		resp, err := http.Get(s.url + "/v1/logs?" + q.Encode())
+		req, _ := http.NewRequest("GET", s.url+"/v1/logs?"+q.Encode(), nil)
+		if s.token != "" {
+			req.Header.Set("Authorization", "Bearer "+s.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			s.t.Fatal(err)
 		}

@@ -5,6 +5,11 @@
 // array framer, the stored line format (logline) and every JSON answer use
 // it, so a string is read and written by the same rules everywhere.
 //
+// It also holds the value reader the intake's decoders share (value.go):
+// objects and arrays walked member by member through an Index, values
+// copied as they came when they are already compact and valid, else
+// rewritten (AppendValue).
+//
 // Two readings of escapes, for two kinds of input:
 //
 //   - Unescape is lenient, for what clients send: an unknown or malformed

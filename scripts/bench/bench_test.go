@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 )
 
 func TestMedian(t *testing.T) {
@@ -228,5 +230,28 @@ func TestBriefShowsWhatWasMeasured(t *testing.T) {
 		if got := brief(c.r); got != c.want {
 			t.Errorf("brief(%+v) = %q, want %q", c.r, got, c.want)
 		}
+	}
+}
+
+// TestProtocolBodies: the bulk and Loki bodies carry the low-cost events,
+// each once, in the protocol's shape.
+func TestProtocolBodies(t *testing.T) {
+	evs := lowCostEvents(1000, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	bulk := bulkBody(evs)
+	lines := bytes.Split(bytes.TrimSuffix(bulk, []byte("\n")), []byte("\n"))
+	if len(lines) != 2000 || string(lines[0]) != `{"create":{"_index":"logs"}}` || !bytes.Contains(lines[1], []byte(`"message":"`+evs[0].msg+`"`)) {
+		t.Fatalf("bulk body: %d lines, first %s %s", len(lines), lines[0], lines[1])
+	}
+	raw, err := s2.Decode(nil, lokiBody(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if bytes.Count(raw, []byte(e.msg)) != 1 {
+			t.Fatalf("the Loki push holds %q %d times, want once", e.msg, bytes.Count(raw, []byte(e.msg)))
+		}
+	}
+	if n := bytes.Count(raw, []byte("service_name=")); n != 24 {
+		t.Errorf("%d streams, want 24 (8 services x 24 hosts x 6 levels of the events)", n)
 	}
 }

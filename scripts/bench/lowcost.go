@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
@@ -19,18 +20,36 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// lowCostBody builds n JSON events of about 170 bytes, one per line, with
+// lowEvent is one event of the low-cost client's bodies, which every
+// encoding (NDJSON, Elasticsearch bulk, Loki push) carries alike.
+type lowEvent struct {
+	ts                   time.Time
+	service, host, level string
+	msg                  string
+}
+
+// lowCostEvents builds n events of about 170 bytes as NDJSON, with
 // timestamps around now (VictoriaLogs drops rows older than its retention).
-// Every peer takes this body as application/json.
-func lowCostBody(n int, now time.Time) []byte {
+func lowCostEvents(n int, now time.Time) []lowEvent {
 	levels := []string{"info", "info", "info", "debug", "warn", "error"}
 	methods := []string{"GET", "GET", "POST", "PUT", "DELETE"}
+	evs := make([]lowEvent, n)
+	for i := range evs {
+		evs[i] = lowEvent{ts: now.Add(time.Duration(i) * time.Microsecond).UTC(), service: fmt.Sprintf("svc-%d", i%8),
+			host: fmt.Sprintf("web-%02d", i%24), level: levels[i%len(levels)],
+			msg: fmt.Sprintf("%s /api/v1/orders/%d %d %d.%dms user=u%05d trace=%08x dc=eu-west-1", methods[i%len(methods)], 10000+i*7919%90000,
+				[]int{200, 200, 201, 404, 500}[i%5], i%97, i%10, i*31%100000, uint32(i)*2654435761)}
+	}
+	return evs
+}
+
+// lowCostBody is lowCostEvents as NDJSON, one event per line. Every peer
+// takes this body as application/json.
+func lowCostBody(n int, now time.Time) []byte {
 	var b bytes.Buffer
-	for i := range n {
-		ts := now.Add(time.Duration(i) * time.Microsecond).UTC().Format("2006-01-02T15:04:05.000000Z")
-		fmt.Fprintf(&b, `{"ts":"%s","service":"svc-%d","host":"web-%02d","level":"%s","msg":"%s /api/v1/orders/%d %d %d.%dms user=u%05d trace=%08x dc=eu-west-1"}`+"\n",
-			ts, i%8, i%24, levels[i%len(levels)], methods[i%len(methods)], 10000+i*7919%90000, []int{200, 200, 201, 404, 500}[i%5],
-			i%97, i%10, i*31%100000, uint32(i)*2654435761)
+	for _, e := range lowCostEvents(n, now) {
+		fmt.Fprintf(&b, `{"ts":"%s","service":"%s","host":"%s","level":"%s","msg":"%s"}`+"\n",
+			e.ts.Format("2006-01-02T15:04:05.000000Z"), e.service, e.host, e.level, e.msg)
 	}
 	return b.Bytes()
 }
@@ -56,6 +75,7 @@ type load struct {
 	uri      string // full URL
 	body     []byte
 	encoding string // Content-Encoding, "" for none
+	ctype    string // Content-Type, "" for application/json
 	events   int    // events per body
 	conns    int
 	duration time.Duration
@@ -67,6 +87,7 @@ type blastResult struct {
 	secs                 float64
 	lat                  *hdr.Histogram // µs
 	firstBody            []byte         // the first 2xx answer's body
+	firstStatus          int            // and its status
 	firstErr             string
 }
 
@@ -96,7 +117,7 @@ func blast(l load) blastResult {
 			defer fasthttp.ReleaseResponse(resp)
 			req.Header.SetMethod(fasthttp.MethodPost)
 			req.SetRequestURI(l.uri)
-			req.Header.SetContentType("application/json")
+			req.Header.SetContentType(cmp.Or(l.ctype, "application/json"))
 			if l.encoding != "" {
 				req.Header.Set("Content-Encoding", l.encoding)
 			}
@@ -126,7 +147,7 @@ func blast(l load) blastResult {
 				_ = lat.RecordValue(max(1, time.Since(t0).Microseconds()))
 				if ok.Add(1) == 1 {
 					mu.Lock()
-					res.firstBody = append([]byte(nil), resp.Body()...)
+					res.firstBody, res.firstStatus = append([]byte(nil), resp.Body()...), code
 					mu.Unlock()
 				}
 			}
@@ -156,7 +177,8 @@ func (r blastResult) fill(out *result, events int) {
 
 // lowCost runs the low-cost client against ingest and each given peer.
 func (b *bench) lowCost() {
-	body := lowCostBody(b.o.lowEvents, time.Now())
+	now := time.Now()
+	body := lowCostBody(b.o.lowEvents, now)
 	mk := func(addr, path string) load {
 		return load{addr: addr, uri: "http://" + addr + path, body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
 	}
@@ -177,6 +199,7 @@ func (b *bench) lowCost() {
 	if b.o.victoriaLogs != "" {
 		b.add("lowcost: victoria-logs", "/insert/jsonline (_stream_fields=service,host); answers once rows are in its memory buffers, no fsync", b.victoriaRow(body))
 	}
+	b.protocolRows(lowCostEvents(b.o.lowEvents, now))
 }
 
 func (b *bench) lowCostIngest(l load) result {
@@ -289,9 +312,16 @@ func countLines(path string) int64 {
 	}
 }
 
-// victoriaRow runs VictoriaLogs on an empty data directory and posts to
-// /insert/jsonline.
+// victoriaRow runs VictoriaLogs on an empty data directory and posts body
+// to /insert/jsonline.
 func (b *bench) victoriaRow(body []byte) result {
+	l := load{body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
+	return b.victoriaRowAt(l, "/insert/jsonline?_stream_fields=service,host&_msg_field=msg&_time_field=ts")
+}
+
+// victoriaRowAt runs VictoriaLogs on an empty data directory and sends l
+// to path (with its query).
+func (b *bench) victoriaRowAt(l load, path string) result {
 	dir, err := os.MkdirTemp(b.dir, "victoria-logs-")
 	check(err)
 	defer os.RemoveAll(dir)
@@ -300,15 +330,14 @@ func (b *bench) victoriaRow(body []byte) result {
 	check(err)
 	defer p.stop()
 	check(p.waitHTTP("http://"+addr+"/health", false))
-	l := load{addr: addr, uri: "http://" + addr + "/insert/jsonline?_stream_fields=service,host&_msg_field=msg&_time_field=ts",
-		body: body, events: b.o.lowEvents, conns: b.o.lowConns, duration: b.o.duration}
+	l.addr, l.uri = addr, "http://"+addr+path
 	out, res := measure(l, p.pid(), b.disk)
 	// It answers before its buffers reach storage: make sure rows did.
 	time.Sleep(2 * time.Second)
 	rows := victoriaRows(addr)
 	fmt.Fprintf(stderr, "bench:     victoria-logs holds %d rows of %d answered\n", rows, res.ok*int64(l.events))
 	if res.ok > 0 && rows == 0 {
-		check(fmt.Errorf("victoria-logs answered %d requests but stored no row", res.ok))
+		check(fmt.Errorf("victoria-logs answered %d requests to %s but stored no row", res.ok, path))
 	}
 	return out
 }

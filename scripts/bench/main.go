@@ -6,7 +6,10 @@
 //     JSON events (~170 B each, Content-Type application/json) to ingest
 //     (--ack wal; plain, gzip and zstd bodies), to Fluent Bit (in_http ->
 //     out_file, counted on the lines written) and to VictoriaLogs
-//     (/insert/jsonline) when their binaries are given;
+//     (/insert/jsonline) when their binaries are given; then the same events
+//     as an Elasticsearch bulk body and as a Loki push (protobuf, snappy)
+//     to ingest (/v1/es/_bulk, /loki/api/v1/push) and to VictoriaLogs on
+//     the same protocol (/insert/elasticsearch/_bulk, /insert/loki/api/v1/push);
 //   - the load generator (package loadtest, in this process) at each
 //     --batches and --acks, closed loop, then open loop at half the maximum
 //     --ack wal rate just measured, for latency without coordinated omission;

@@ -81,6 +81,7 @@ func registerRatios(b *bench) {
 		{"ingest --ack wal's disk writes (low-cost client) / the disk, both at once (MB/s)", "lowcost: ingest --ack wal", diskBothRow, diskMBpsOf},
 		{coresRatio, coresRow(2), coresRow(1), cpuPerMOf},
 	}
+	b.ratios = append(b.ratios, protocolRatios()...)
 }
 
 func brief(r result) string {
@@ -247,7 +248,7 @@ func verdict(got, want float64, most bool) string {
 
 func (b *bench) printTargets(w io.Writer) {
 	first := true
-	for _, t := range targets {
+	for _, t := range append(targets, protocolTargets()...) {
 		got, ok := t.got(b)
 		if !ok {
 			continue

@@ -1,0 +1,5 @@
+//go:build !race
+
+package es
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package loki
+
+const raceEnabled = false
