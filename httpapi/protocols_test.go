@@ -185,8 +185,9 @@ func TestShipperTokenSchemes(t *testing.T) {
 
 // TestLokiPushOfTinyEntriesIsBounded: a push of a million empty entries
 // (2 bytes each in protobuf, a few KiB once snappy-compressed) would
-// encode to tens of MiB of lines; it is refused with 429 naming
-// --max-inflight-bytes instead, and the server goes on.
+// encode to tens of MiB of lines, more than --max-inflight-bytes can ever
+// give one request; it is refused with 413 naming the limit instead, and
+// the server goes on.
 func TestLokiPushOfTinyEntriesIsBounded(t *testing.T) {
 	f := newFixture(t, Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxInflightBytes: 8 << 20, ReadTimeout: 10 * time.Second}, buffer.Config{})
 	var s []byte
@@ -200,8 +201,8 @@ func TestLokiPushOfTinyEntriesIsBounded(t *testing.T) {
 	req = protowire.AppendBytes(req, s)
 	body := s2.EncodeSnappy(nil, req)
 	code, _, answer := f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/x-protobuf"}, body)
-	if code != 429 || !strings.Contains(answer, "--max-inflight-bytes") {
-		t.Fatalf("push of %d bytes holding 1Mi entries = %d %s, want 429 naming --max-inflight-bytes", len(body), code, answer)
+	if code != 413 || !strings.Contains(answer, "--max-inflight-bytes") {
+		t.Fatalf("push of %d bytes holding 1Mi entries = %d %s, want 413 naming --max-inflight-bytes", len(body), code, answer)
 	}
 	if code, _, answer := f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/x-protobuf"}, lokiProto(`{job="tiny"}`, time.Now(), "fine")); code != 204 {
 		t.Fatalf("a normal push after it = %d %s", code, answer)
