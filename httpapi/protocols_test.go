@@ -208,3 +208,33 @@ func TestLokiPushOfTinyEntriesIsBounded(t *testing.T) {
 		t.Fatalf("a normal push after it = %d %s", code, answer)
 	}
 }
+
+// TestProtocolsRejectRowsPastTheServiceCap: a bulk or push naming more
+// services than --max-service-hours-per-request keeps the first ones and
+// rejects the documents or entries of the others one by one (a shipper
+// neither drops nor resends the batch for them).
+func TestProtocolsRejectRowsPastTheServiceCap(t *testing.T) {
+	const services = 1_000 + 5 // group.DefaultConfig's cap, and 5 past it
+	f := newFixture(t, Config{}, buffer.Config{})
+	var bulk strings.Builder
+	for i := range services {
+		fmt.Fprintf(&bulk, "{\"create\":{\"_index\":\"es-%d\"}}\n{\"message\":\"m\"}\n", i)
+	}
+	code, _, answer := f.do(t, "POST", "/v1/es/_bulk?filter_path=items.*.status", map[string]string{"Content-Type": "application/x-ndjson"}, []byte(bulk.String()))
+	if code != 200 || strings.Count(answer, `"status":201`) != 1_000 || strings.Count(answer, `"status":400`) != 5 {
+		t.Fatalf("bulk of %d indices = %d with %d stored and %d refused items, want 1000 and 5", services, code, strings.Count(answer, `"status":201`), strings.Count(answer, `"status":400`))
+	}
+	var push strings.Builder
+	push.WriteString(`{"streams":[`)
+	for i := range services {
+		if i > 0 {
+			push.WriteByte(',')
+		}
+		fmt.Fprintf(&push, `{"stream":{"service_name":"lk-%d"},"values":[["%d","m"]]}`, i, time.Now().UnixNano())
+	}
+	push.WriteString(`]}`)
+	code, _, answer = f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/json"}, []byte(push.String()))
+	if code != 400 || !strings.Contains(answer, fmt.Sprintf("5 of %d entries rejected", services)) || !strings.Contains(answer, "--max-service-hours-per-request") {
+		t.Fatalf("push of %d services = %d %q, want 400: 5 entries rejected naming --max-service-hours-per-request", services, code, answer)
+	}
+}
