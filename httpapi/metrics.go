@@ -9,6 +9,10 @@ type metrics struct {
 	eventsRejected prometheus.Counter
 	protocolEvents *prometheus.CounterVec // by protocol (es, loki) and result (accepted, rejected)
 	es, loki       protocolCounters
+	syslog         protocolCounters
+	syslogConns    prometheus.Gauge
+	syslogRefused  prometheus.Counter
+	syslogDropped  *prometheus.CounterVec
 	bytesIn        prometheus.Counter
 	inflightFull   prometheus.Counter
 	ackTimeouts    prometheus.Counter
@@ -66,8 +70,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "NDJSON bytes received from other instances' tails."})
 	m.es = protocolCounters{m.protocolEvents.WithLabelValues("es", "accepted"), m.protocolEvents.WithLabelValues("es", "rejected")}
 	m.loki = protocolCounters{m.protocolEvents.WithLabelValues("loki", "accepted"), m.protocolEvents.WithLabelValues("loki", "rejected")}
+	m.syslog = protocolCounters{m.protocolEvents.WithLabelValues("syslog", "accepted"), m.protocolEvents.WithLabelValues("syslog", "rejected")}
+	m.syslogConns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ingest_syslog_connections", Help: "Open syslog TCP connections."})
+	m.syslogRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_syslog_connections_refused_total",
+		Help: "Syslog TCP connections closed at once: --syslog-max-conns were open, or the server was shutting down."})
+	m.syslogDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_syslog_messages_dropped_total",
+		Help: "Syslog messages dropped, by reason: too_long (over --syslog-max-message-bytes), buffer_full (UDP only: TCP stops reading instead)."}, []string{"reason"})
 	if reg != nil {
-		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes)
+		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes, m.syslogConns, m.syslogRefused, m.syslogDropped)
 		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.protocolEvents, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)
 	}
 	return m

@@ -24,6 +24,7 @@ import (
 	"ingest/intake/es"
 	"ingest/intake/group"
 	"ingest/intake/loki"
+	"ingest/intake/syslog"
 	"ingest/internal/flagutil"
 	"ingest/query"
 )
@@ -59,8 +60,9 @@ type Config struct {
 	// MaxTailReaders bounds the open GET /v1/tail streams, peers' included
 	// (429 past it; 0: the default).
 	MaxTailReaders int
-	ES             es.Config   // what /v1/es/ says it is
-	Loki           loki.Config // how Loki pushes name services
+	Syslog         syslog.Config // the syslog listeners (syslog.go)
+	ES             es.Config     // what /v1/es/ says it is
+	Loki           loki.Config   // how Loki pushes name services
 }
 
 // DefaultConfig returns the settings the flags default to.
@@ -78,6 +80,7 @@ func DefaultConfig() Config {
 		MaxConcurrentQueries: DefaultMaxConcurrentQueries,
 		TailBudgetBytes:      64 << 20,
 		MaxTailReaders:       256,
+		Syslog:               syslog.DefaultConfig(),
 		ES:                   es.DefaultConfig(),
 		Loki:                 loki.DefaultConfig(),
 	}
@@ -106,6 +109,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	flagutil.BytesVar(fs, &c.TailBudgetBytes, "tail-budget-bytes", c.TailBudgetBytes, "memory for every live tail at once (lines waiting for readers, streams from other instances); a reader that falls behind loses events, with a marker")
 	fs.IntVar(&c.MaxTailReaders, "max-tail-readers", c.MaxTailReaders, "open GET /v1/tail streams at most, those of other instances included (each client tail opens one on every instance); past it 429")
 	c.ES.RegisterFlags(fs)
+	c.Syslog.RegisterFlags(fs)
 	c.Loki.RegisterFlags(fs)
 }
 
@@ -144,6 +148,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.ES.Validate(); err != nil {
 		return err
+	}
+	if err := c.Syslog.Validate(); err != nil {
+		return err
+	}
+	if c.Syslog.TLS && c.TLSCert == "" {
+		return fmt.Errorf("cannot use --syslog-tls without --tls-cert and --tls-key")
 	}
 	return c.Loki.Validate()
 }
@@ -193,6 +203,7 @@ type Server struct {
 	// lokiServiceLabels is cfg.Loki.Labels(), the service labels of Loki
 	// pushes.
 	lokiServiceLabels []string
+	syslog            *syslogListeners // nil without --syslog-tcp and --syslog-udp
 	ln                net.Listener
 	tail              tailHub
 	// peerClient follows the other instances' tails.
@@ -320,6 +331,10 @@ func (s *Server) Listen() (net.Addr, error) {
 	if s.certs != nil {
 		s.ln = tls.NewListener(s.ln, s.certs.config())
 	}
+	if err := s.listenSyslog(); err != nil {
+		s.ln.Close()
+		return nil, err
+	}
 	s.warnIfOpen(ln.Addr())
 	return ln.Addr(), nil
 }
@@ -331,6 +346,7 @@ func (s *Server) Serve() error {
 			return err
 		}
 	}
+	s.serveSyslog()
 	return s.srv.Serve(s.ln)
 }
 
@@ -338,6 +354,7 @@ func (s *Server) Serve() error {
 // progress (their batches are then in the buffer).
 func (s *Server) Drain(ctx context.Context) {
 	s.closing.Store(true)
+	s.closeSyslog(ctx)
 	s.tail.close()
 	done := make(chan struct{})
 	go func() { s.active.Wait(); close(done) }()

@@ -34,6 +34,13 @@ import (
 // emitting record samples times. It skips the test without the binary.
 func runFluentBit(t *testing.T, s *server, conf string, ports int, record string, samples int) {
 	t.Helper()
+	runFluentBitOn(t, "8080", strings.TrimPrefix(s.url, "http://127.0.0.1:"), conf, ports, record, samples)
+}
+
+// runFluentBitOn is runFluentBit with the configuration's port from, on
+// its Port lines, replaced by to.
+func runFluentBitOn(t *testing.T, from, to string, conf string, ports int, record string, samples int) {
+	t.Helper()
 	fb := os.Getenv("INGEST_TEST_FLUENT_BIT")
 	if fb == "" {
 		t.Skip("INGEST_TEST_FLUENT_BIT is not set: set it to a fluent-bit binary (with the dummy input and the outputs this test uses) to run this test")
@@ -41,13 +48,13 @@ func runFluentBit(t *testing.T, s *server, conf string, ports int, record string
 	if _, err := os.Stat(fb); err != nil {
 		t.Fatalf("INGEST_TEST_FLUENT_BIT=%s: %v", fb, err)
 	}
-	port := strings.TrimPrefix(s.url, "http://127.0.0.1:")
+	port := to
 	text := readRepoFile(t, conf)
-	text = regexp.MustCompile(`(?m)^(\s*Port\s+)8080$`).ReplaceAllString(text, "${1}"+port)
+	text = regexp.MustCompile(`(?m)^(\s*Port\s+)`+from+`$`).ReplaceAllString(text, "${1}"+port)
 	text = regexp.MustCompile(`(?ms)^\[INPUT\].*?^$`).ReplaceAllString(text,
 		fmt.Sprintf("[INPUT]\n    Name    dummy\n    Dummy   %s\n    Samples %d\n", record, samples))
 	if strings.Count(text, port) != ports || !strings.Contains(text, "dummy") {
-		t.Fatalf("%s does not have the tail input and the %d outputs on port 8080 this test expects:\n%s", conf, ports, text)
+		t.Fatalf("%s does not have the tail input and the %d outputs on port %s this test expects:\n%s", conf, ports, from, text)
 	}
 	path := filepath.Join(t.TempDir(), "fluent-bit.conf")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

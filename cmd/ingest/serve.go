@@ -89,6 +89,9 @@ func serveCommand(fs *pflag.FlagSet) func() error {
 
 		serveErr := make(chan error, 1)
 		go func() { serveErr <- srv.Serve() }()
+		if tcp, udp := srv.SyslogAddrs(); tcp != nil || udp != nil {
+			log.Info("syslog is served", "tcp", tcp, "udp", udp, "tls", hcfg.Syslog.TLS)
+		}
 		log.Info("ingest is serving", "version", versionString(), "addr", addr.String(), "tls", hcfg.TLS(), "tokens", hcfg.TokensFile != "", "storage", scfg.Describe(), "ack", sinks.buffer.Ack,
 			"flush_interval", sinks.buffer.FlushInterval, "flush_bytes", sinks.buffer.FlushBytes, "buffer_bytes", sinks.buffer.BufferBytes)
 		select {

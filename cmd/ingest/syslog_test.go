@@ -1,0 +1,115 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSyslog: the real binary with --syslog-tcp and --syslog-udp stores
+// RFC 5424 and RFC 3164 messages sent octet-counted and newline-framed on
+// one TCP connection, and datagrams on UDP, mapped into events; a
+// message over --syslog-max-message-bytes is dropped and counted, the
+// ones around it kept.
+func TestSyslog(t *testing.T) {
+	tcpPort, udpPort := freePort(t), freePort(t)
+	s := start(t, t.TempDir(), "--flush-interval", "100ms", "--syslog-tcp", fmt.Sprintf("127.0.0.1:%d", tcpPort),
+		"--syslog-udp", fmt.Sprintf("127.0.0.1:%d", udpPort), "--syslog-max-message-bytes", "1024")
+	t0 := time.Now().UTC().Truncate(time.Second)
+	stamp := t0.Format(time.RFC3339Nano)
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", tcpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1 := "<165>1 " + stamp + " web-1 payments 42 ID7 [ex@1 order=\"o-1\"] \xef\xbb\xbfcard declined"
+	m3 := "<11>" + t0.Format("Jan _2 15:04:05") + " web-2 payments[9]: refund failed"
+	stream := strconv.Itoa(len(m1)) + " " + m1 +
+		"<14>1 " + stamp + " web-1 payments - - - " + strings.Repeat("x", 2000) + "\n" + // dropped: too long
+		m3 + "\n"
+	if _, err := io.WriteString(c, stream); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	u, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", udpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(u, "<12>1 %s router-1 payments - - - link flapping", stamp)
+	u.Close()
+
+	evs := s.queryNDJSON("payments", t0.Add(-time.Minute), t0.Add(time.Minute), 3)
+	byMsg := map[string]map[string]any{}
+	for _, e := range evs {
+		byMsg[e["message"].(string)] = e
+	}
+	checkFields(t, "rfc5424 octet-counted", byMsg["card declined"], map[string]any{"level": "info", "host": "web-1", "facility": "local4", "procid": "42", "msgid": "ID7", "ex@1.order": "o-1"})
+	checkFields(t, "rfc3164 newline-framed", byMsg["refund failed"], map[string]any{"level": "error", "host": "web-2", "facility": "user", "procid": "9"})
+	checkFields(t, "udp", byMsg["link flapping"], map[string]any{"level": "warn", "host": "router-1"})
+	_, metrics := s.get("/metrics")
+	for _, want := range []string{`ingest_syslog_messages_dropped_total{reason="too_long"} 1`, `ingest_protocol_events_total{protocol="syslog",result="accepted"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestSyslogTLS: --syslog-tls serves the TCP listener with the server's
+// certificate; a plain-text client gets nothing stored.
+func TestSyslogTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSignedCert(t, dir)
+	port := freePort(t)
+	s := start(t, dir+"/data", "--flush-interval", "100ms", "--tls-cert", cert, "--tls-key", key,
+		"--syslog-tcp", fmt.Sprintf("127.0.0.1:%d", port), "--syslog-tls")
+	pem, err := os.ReadFile(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	conf := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}
+	c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC()
+	msg := "<14>1 " + t0.Format(time.RFC3339Nano) + " h tlsapp - - - over tls"
+	fmt.Fprintf(c, "%d %s", len(msg), msg)
+	c.Close()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: conf}}
+	q := url.Values{"service": {"tlsapp"}, "from": {t0.Add(-time.Minute).Format(time.RFC3339)}, "to": {t0.Add(time.Minute).Format(time.RFC3339)}}
+	var body string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !strings.Contains(body, "over tls"); time.Sleep(100 * time.Millisecond) {
+		resp, err := client.Get(s.url + "/v1/logs?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+	}
+	if !strings.Contains(body, `"message":"over tls"`) {
+		t.Fatalf("the message sent over TLS is not stored: %q", body)
+	}
+}
+
+// TestShipperFluentBitSyslog runs Fluent Bit's syslog output, as
+// documented in docs/shippers/fluent-bit-syslog.conf, into ingest.
+func TestShipperFluentBitSyslog(t *testing.T) {
+	port := freePort(t)
+	s := start(t, t.TempDir(), "--flush-interval", "100ms", "--syslog-tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	t0 := time.Now().Add(-time.Minute)
+	runFluentBitOn(t, "5514", strconv.Itoa(port), "docs/shippers/fluent-bit-syslog.conf", 1,
+		`{"message":"card declined","app":"checkout","host":"fb-1","severity":3}`, 3)
+	evs := s.queryNDJSON("checkout", t0, time.Now().Add(time.Minute), 3)
+	checkFields(t, "fluent-bit syslog", evs[0], map[string]any{"service": "checkout", "level": "error", "host": "fb-1", "message": "card declined"})
+}

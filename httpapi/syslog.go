@@ -1,0 +1,360 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"ingest/buffer"
+	"ingest/intake/group"
+	"ingest/intake/syslog"
+	"ingest/internal/httperr"
+)
+
+// Syslog listeners (--syslog-tcp, --syslog-udp) share the intake path of
+// POST /v1/logs: messages are parsed into events, grouped by a Grouper
+// under --max-inflight-bytes, added to the buffer (the write-ahead log)
+// and shown to live tails. Syslog has no acknowledgement, so:
+//
+//   - TCP: what one read of a connection gave is in the buffer, as safe as
+//     --ack says, before the connection is read again. A full buffer or
+//     budget stops reading (the sender's TCP window fills), it never
+//     drops. A connection that the server stops while it holds messages
+//     not yet added (shutdown) loses nothing it read: they are added
+//     first.
+//   - UDP: best effort. A datagram that finds the buffer or the budget
+//     full is dropped and counted.
+
+// syslogReadBytes is a TCP connection's read buffer beside the longest
+// message: what one read may bring, and what is added before the next.
+const syslogReadBytes = 64 << 10
+
+// syslogRetry bounds the wait between attempts to add a TCP connection's
+// messages to a full buffer.
+const syslogRetry = time.Second
+
+// syslogListeners are the open syslog sockets of a server.
+type syslogListeners struct {
+	tcp   net.Listener
+	udp   net.PacketConn
+	conns sync.WaitGroup
+	mu    sync.Mutex
+	open  map[net.Conn]struct{}
+	stop  context.CancelFunc
+	ctx   context.Context
+}
+
+// listenSyslog opens the configured syslog sockets (none: nothing to do).
+func (s *Server) listenSyslog() error {
+	c := s.cfg.Syslog
+	if c.TCP == "" && c.UDP == "" {
+		return nil
+	}
+	l := &syslogListeners{open: map[net.Conn]struct{}{}}
+	l.ctx, l.stop = context.WithCancel(context.Background())
+	if c.TCP != "" {
+		ln, err := net.Listen("tcp", c.TCP)
+		if err != nil {
+			return fmt.Errorf("cannot listen for syslog on %s: %w", c.TCP, err)
+		}
+		if c.TLS {
+			if s.certs == nil {
+				ln.Close()
+				return errors.New("cannot use --syslog-tls without --tls-cert and --tls-key")
+			}
+			ln = tls.NewListener(ln, s.certs.config())
+		}
+		l.tcp = ln
+	}
+	if c.UDP != "" {
+		pc, err := net.ListenPacket("udp", c.UDP)
+		if err != nil {
+			if l.tcp != nil {
+				l.tcp.Close()
+			}
+			return fmt.Errorf("cannot listen for syslog on %s/udp: %w", c.UDP, err)
+		}
+		l.udp = pc
+	}
+	s.syslog = l
+	return nil
+}
+
+// SyslogAddrs are the bound syslog addresses (nil when not listening).
+func (s *Server) SyslogAddrs() (tcp, udp net.Addr) {
+	if s.syslog == nil {
+		return nil, nil
+	}
+	if s.syslog.tcp != nil {
+		tcp = s.syslog.tcp.Addr()
+	}
+	if s.syslog.udp != nil {
+		udp = s.syslog.udp.LocalAddr()
+	}
+	return tcp, udp
+}
+
+// serveSyslog accepts syslog connections and datagrams until closeSyslog.
+func (s *Server) serveSyslog() {
+	l := s.syslog
+	if l == nil {
+		return
+	}
+	if l.tcp != nil {
+		go s.acceptSyslog(l)
+	}
+	if l.udp != nil {
+		go s.readSyslogUDP(l)
+	}
+}
+
+// closeSyslog stops taking messages and waits for the open connections
+// to add what they read (bounded by ctx).
+func (s *Server) closeSyslog(ctx context.Context) {
+	l := s.syslog
+	if l == nil {
+		return
+	}
+	if l.tcp != nil {
+		l.tcp.Close()
+	}
+	if l.udp != nil {
+		l.udp.Close()
+	}
+	l.mu.Lock()
+	for c := range l.open {
+		// Unblocks a read: a connection ends after adding what it has.
+		c.SetReadDeadline(time.Now())
+	}
+	l.mu.Unlock()
+	done := make(chan struct{})
+	go func() { l.conns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	l.stop()
+}
+
+func (s *Server) acceptSyslog(l *syslogListeners) {
+	for {
+		c, err := l.tcp.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // out of descriptors, say: not a spin
+			continue
+		}
+		l.mu.Lock()
+		full := len(l.open) >= s.cfg.Syslog.MaxConns || s.closing.Load()
+		if !full {
+			l.open[c] = struct{}{}
+			l.conns.Add(1)
+		}
+		l.mu.Unlock()
+		if full {
+			s.met.syslogRefused.Inc()
+			c.Close()
+			continue
+		}
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					s.recoveredSyslog(p)
+				}
+				l.mu.Lock()
+				delete(l.open, c)
+				l.mu.Unlock()
+				c.Close()
+				l.conns.Done()
+			}()
+			s.serveSyslogConn(l, c)
+		}()
+	}
+}
+
+// serveSyslogConn reads one TCP connection: each read's whole messages are
+// added to the buffer before the next read.
+func (s *Server) serveSyslogConn(l *syslogListeners, c net.Conn) {
+	s.met.syslogConns.Inc()
+	defer s.met.syslogConns.Dec()
+	max := s.cfg.Syslog.MaxMessageBytes
+	buf := make([]byte, 0, syslogReadBytes+max)
+	fr := syslog.Framer{Max: max}
+	in := s.newSyslogIntake()
+	for {
+		c.SetReadDeadline(time.Now().Add(s.cfg.Syslog.IdleTimeout))
+		n, rerr := c.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		off := 0
+		for {
+			msg, used, err := fr.Next(buf[off:])
+			if used == 0 {
+				break
+			}
+			off += used
+			if err != nil {
+				s.met.syslogDropped.WithLabelValues("too_long").Inc()
+			}
+			if msg != nil {
+				in.add(msg)
+			}
+		}
+		buf = buf[:copy(buf, buf[off:])]
+		if rerr != nil {
+			if rest := fr.Rest(buf); len(rest) > 0 {
+				in.add(rest)
+			}
+		}
+		if !in.store(l.ctx, true) || rerr != nil {
+			return
+		}
+	}
+}
+
+// readSyslogUDP reads datagrams, one message each, until the socket closes.
+func (s *Server) readSyslogUDP(l *syslogListeners) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.recoveredSyslog(p)
+			go s.readSyslogUDP(l) // the socket stays served
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	in := s.newSyslogIntake()
+	for {
+		n, _, err := l.udp.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if n > s.cfg.Syslog.MaxMessageBytes {
+			s.met.syslogDropped.WithLabelValues("too_long").Inc()
+			continue
+		}
+		in.add(buf[:n])
+		in.store(l.ctx, false)
+	}
+}
+
+func (s *Server) recoveredSyslog(p any) {
+	s.panics.report("syslog", []byte("syslog"), httperr.NewPanic(p))
+}
+
+// syslogIntake gathers one read's messages into a batch.
+type syslogIntake struct {
+	s       *Server
+	p       syslog.Parser
+	st      reqState
+	g       *group.Grouper
+	pending []byte // messages not yet grouped, when grouping was refused
+	events  int
+}
+
+func (s *Server) newSyslogIntake() *syslogIntake {
+	return &syslogIntake{s: s}
+}
+
+// add parses msg into the current batch.
+func (in *syslogIntake) add(msg []byte) {
+	s := in.s
+	if in.g == nil {
+		in.st.hold.Begin(s.inflight, context.Background(), 0)
+		in.g = s.groups.Get(&in.st.hold)
+	}
+	ev, err := in.p.Parse(msg, time.Now().UnixNano())
+	if err != nil {
+		s.met.syslog.rejected.Inc()
+		s.met.eventsRejected.Inc()
+		return
+	}
+	switch err := in.g.AddEvent(ev); {
+	case err == nil:
+		in.events++
+	case group.IsRejected(err):
+		s.met.syslog.rejected.Inc()
+		s.met.eventsRejected.Inc()
+	default: // the budget: keep the message for the next batch
+		in.pending = appendFramed(in.pending, msg)
+	}
+}
+
+// appendFramed keeps msg octet-counted, to be read again by a Framer.
+func appendFramed(dst, msg []byte) []byte {
+	dst = fmt.Appendf(dst, "%d ", len(msg))
+	return append(dst, msg...)
+}
+
+// store adds the batch to the buffer. On TCP (wait) a full buffer or
+// budget is retried with backoff until ctx ends; on UDP what cannot be
+// added now is dropped and counted. It returns false once ctx has ended.
+func (in *syslogIntake) store(ctx context.Context, wait bool) bool {
+	s := in.s
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, syslogRetry) {
+		if in.g != nil && in.events > 0 {
+			batch := in.g.Batch()
+			err := s.addBatch(batch)
+			if err == nil || errors.Is(err, buffer.ErrAckTimeout) {
+				s.met.eventsAccepted.Add(float64(in.events))
+				s.met.syslog.accepted.Add(float64(in.events))
+				s.publishTail(batch)
+			} else if wait && ctx.Err() == nil {
+				in.wait(ctx, delay)
+				continue // the same batch again
+			} else {
+				s.met.syslogDropped.WithLabelValues("buffer_full").Add(float64(in.events))
+			}
+		}
+		in.release()
+		if len(in.pending) == 0 {
+			return ctx.Err() == nil
+		}
+		if !wait {
+			n := 0
+			for fr, b := (syslog.Framer{Max: 1 << 30}), in.pending; len(b) > 0; {
+				_, used, _ := fr.Next(b)
+				b, n = b[used:], n+1
+			}
+			s.met.syslogDropped.WithLabelValues("buffer_full").Add(float64(n))
+			in.pending = in.pending[:0]
+			return true
+		}
+		in.wait(ctx, delay)
+		pending := in.pending
+		in.pending = nil
+		for fr, b := (syslog.Framer{Max: 1 << 30}), pending; len(b) > 0; {
+			msg, used, _ := fr.Next(b)
+			b = b[used:]
+			in.add(msg)
+		}
+		if ctx.Err() != nil && in.events == 0 {
+			return false
+		}
+	}
+}
+
+func (in *syslogIntake) wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// release gives the batch's memory back.
+func (in *syslogIntake) release() {
+	if in.g != nil {
+		in.s.groups.Put(in.g)
+		in.g = nil
+	}
+	in.st.hold.Release()
+	in.events = 0
+}
