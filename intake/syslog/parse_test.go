@@ -12,9 +12,9 @@ var now = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC).UnixNano()
 
 func TestParse(t *testing.T) {
 	cases := []struct {
-		name, msg                   string
-		time                        string // RFC 3339, "" for now
-		level                       logline.Level
+		name, msg                  string
+		time                       string // RFC 3339, "" for now
+		level                      logline.Level
 		service, host, text, attrs string
 	}{
 		{"5424 full", `<165>1 2026-11-28T10:14:15.003Z mymachine.example.com evntslog 1234 ID47 [exampleSDID@32473 iut="3" eventSource="Application"] An application event`,
