@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fastjson"
 
+	"ingest/internal/jsonstr"
 	"ingest/internal/retry"
 	"ingest/shard"
 )
@@ -30,7 +30,6 @@ type Sink struct {
 	writeRetry, throttleRetry retry.Policy
 	retryMetrics              *retry.Metrics
 	scratch                   sync.Pool
-	parsers                   fastjson.ParserPool
 	day                       atomic.Pointer[dayName]
 	schemes                   schemeCache
 	dead                      deadLetters
@@ -225,8 +224,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 // (checkedJSON); the lines that cannot be stored (unparseable, or over
 // Azure's limits) come back as dead letters.
 func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []deadLetter) {
-	p := s.parsers.Get()
-	defer s.parsers.Put(p)
+	var x jsonstr.Index
 	ents = make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
 	var a arena
 	for n := 1; len(data) > 0; n++ {
@@ -239,7 +237,7 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := recordEntity(p, &a, line)
+		e, err := recordEntity(&x, &a, line)
 		if err != nil {
 			s.log.Warn("a login record cannot be stored", "table", table, "line", n, "err", err)
 			bad = append(bad, deadLetter{reason: "bad_record", err: err, record: line})
