@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/deadletter"
 	"ingest/internal/jsonstr"
 	"ingest/internal/retry"
 	"ingest/shard"
@@ -32,7 +33,7 @@ type Sink struct {
 	scratch                   sync.Pool
 	day                       atomic.Pointer[dayName]
 	schemes                   schemeCache
-	dead                      deadLetters
+	dead                      *deadletter.Writer // nil: refused records are dropped, counted
 	m                         metrics
 }
 
