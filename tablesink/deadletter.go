@@ -8,10 +8,10 @@ import (
 	"ingest/logline"
 )
 
-// DeadLetterPrefix starts the names of the dead-letter blobs:
+// deadLetterPrefix starts the names of the dead-letter blobs:
 // _deadletter/logins/YYYY/MM/DD/hh00/NNNNNN.log, by the hour they were
 // written.
-const DeadLetterPrefix = "_deadletter/logins"
+const deadLetterPrefix = "_deadletter/logins"
 
 // deadLetter is one record the table cannot take.
 type deadLetter struct {
@@ -28,7 +28,7 @@ type deadLetter struct {
 func (s *Sink) SetDeadLetters(store deadletter.Store) {
 	p := s.writeRetry
 	p.Op = "write_login_dead_letter"
-	s.dead = deadletter.New(store, DeadLetterPrefix, p)
+	s.dead = deadletter.New(store, deadLetterPrefix, p)
 }
 
 // deadLetter writes dls to a new dead-letter blob. An error leaves the

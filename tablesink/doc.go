@@ -78,7 +78,7 @@
 //
 // Azurite accepts transactions over two partitions, over 100 entities
 // (returning an unparseable response), entities over 1 MiB and more than
-// 252 properties; Azure does not. CheckBatch and CheckEntity enforce Azure's
+// 252 properties; Azure does not. checkBatch and checkEntity enforce Azure's
 // limits in both Stores before anything is sent.
 //
 // # Performance

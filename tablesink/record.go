@@ -18,9 +18,10 @@ import (
 // used before the type had a package of its own.
 type Attempt = login.Attempt
 
-// maxStringBytes bounds each string field of an attempt so that the entity
-// stays within Azure's 64 KiB per string property.
-const maxStringBytes = MaxStringBytes / 2
+// quickStringBytes is the length up to which a string field surely fits
+// Azure's 64 KiB per string property (UTF-16 takes at most two bytes per
+// byte of UTF-8), so only longer ones are measured.
+const quickStringBytes = maxStringBytes / 2
 
 var errNotObject = errors.New("cannot accept login attempt: its other fields are not a JSON object")
 
@@ -56,7 +57,7 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 		name string
 		v    []byte
 	}{{"ip", a.IP}, {"ua", a.UA}, {"id", a.ID}, {"user", a.User}, {"the other fields", a.Props}} {
-		if len(f.v) > maxStringBytes && 2*utf16Len(string(f.v)) > MaxStringBytes {
+		if len(f.v) > quickStringBytes && 2*utf16Len(string(f.v)) > maxStringBytes {
 			return "", dst, fmt.Errorf("cannot accept login attempt: %s over 64 KiB in UTF-16 (Azure's limit for a property)", f.name)
 		}
 	}
@@ -231,7 +232,7 @@ func recordEntity(x *jsonstr.Index, a *arena, line []byte) (Entity, error) {
 	if r.props != nil {
 		e.Props["Props"] = a.str(r.props)
 	}
-	if err := CheckEntity(&e); err != nil {
+	if err := checkEntity(&e); err != nil {
 		return Entity{}, err
 	}
 	return e, nil

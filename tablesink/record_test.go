@@ -182,7 +182,7 @@ func FuzzDecodeEntity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p fastjson.Parser
 		e, err := decodeEntityJSON(&p, b)
-		if err != nil || CheckEntity(&e) != nil {
+		if err != nil || checkEntity(&e) != nil {
 			return
 		}
 		// What decodes and is storable encodes and decodes to the same.

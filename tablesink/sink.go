@@ -179,7 +179,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	if mb, ok := s.store.(MultiBatcher); ok {
+	if mb, ok := s.store.(multiBatcher); ok {
 		n := 0
 		for _, b := range batches {
 			n += len(b)
@@ -203,7 +203,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 			defer func() { <-sem }()
 			err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) })
 			var refused []deadLetter
-			if errors.Is(err, ErrRejected) {
+			if errors.Is(err, errRejected) {
 				refused, err = s.isolate(ctx, key, day, b)
 			}
 			mu.Lock()
@@ -294,7 +294,7 @@ func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Ent
 		err := s.submit(ctx, table, day, 1, 1, func() error { return s.store.Batch(ctx, table, one) })
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrRejected):
+		case errors.Is(err, errRejected):
 			s.log.Error("the table service rejects a login attempt as invalid; writing it to the dead-letter blob", "table", table,
 				"partition_key", one[0].PartitionKey, "row_key", one[0].RowKey, "err", err)
 			refused = append(refused, deadLetter{reason: "rejected", err: err, record: appendEntityJSON(nil, &one[0])})
@@ -305,10 +305,10 @@ func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Ent
 	return refused, nil
 }
 
-// MultiBatcher is implemented by stores that commit several entity group
+// multiBatcher is implemented by stores that commit several entity group
 // transactions at once more cheaply than one by one (BoltStore: one bolt
 // transaction and one fsync for a whole Flush).
-type MultiBatcher interface {
+type multiBatcher interface {
 	Batches(ctx context.Context, table string, batches [][]Entity) error
 }
 
@@ -346,12 +346,12 @@ func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int,
 			}
 			created = true
 			continue
-		case errors.Is(err, ErrThrottled):
+		case errors.Is(err, errThrottled):
 			if throttled++; throttled >= maxThrottledTries {
 				return err
 			}
 			wait = func() error { return s.throttleRetry.Wait(ctx, throttled, err, "table", table) }
-		case !IsTransient(err):
+		case !isTransient(err):
 			return err
 		default:
 			if tries++; tries >= s.cfg.Retries {
