@@ -51,11 +51,10 @@ func (s *BoltStore) Close() error { return s.db.Close() }
 
 // batchFillPercent is how full bolt fills a leaf page when it splits one
 // at a commit of login writes (bolt's default is half). Login keys arrive
-// in no order within a bucket (users spread over it), and a flush of
-// --login-flush-bytes puts a few hundred keys in every bucket at once, so
-// with half-full splits the pages stayed about half full for good: some
-// 730 bytes of table per attempt where the entities take 340. At 0.9 they
-// are about 84% full; a later insert into a full page splits it again.
+// in no order within a bucket, a flush puts a few hundred keys in every
+// bucket at once, and a half-full page split that way stays half full for
+// good: the table would take about twice its entities' size. A later
+// insert into a full page splits it again. Sizes in docs/performance.md.
 const batchFillPercent = 0.9
 
 func bucketName(table string) []byte { return []byte(strings.ToLower(table)) }
