@@ -185,8 +185,9 @@ func TestShipperTokenSchemes(t *testing.T) {
 
 // TestLokiPushOfTinyEntriesIsBounded: a push of a million empty entries
 // (2 bytes each in protobuf, a few KiB once snappy-compressed) would
-// encode to tens of MiB of lines; it is refused with 429 naming
-// --max-inflight-bytes instead, and the server goes on.
+// encode to tens of MiB of lines, more than --max-inflight-bytes can ever
+// give one request; it is refused with 413 naming the limit instead, and
+// the server goes on.
 func TestLokiPushOfTinyEntriesIsBounded(t *testing.T) {
 	f := newFixture(t, Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxInflightBytes: 8 << 20, ReadTimeout: 10 * time.Second}, buffer.Config{})
 	var s []byte
@@ -200,10 +201,40 @@ func TestLokiPushOfTinyEntriesIsBounded(t *testing.T) {
 	req = protowire.AppendBytes(req, s)
 	body := s2.EncodeSnappy(nil, req)
 	code, _, answer := f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/x-protobuf"}, body)
-	if code != 429 || !strings.Contains(answer, "--max-inflight-bytes") {
-		t.Fatalf("push of %d bytes holding 1Mi entries = %d %s, want 429 naming --max-inflight-bytes", len(body), code, answer)
+	if code != 413 || !strings.Contains(answer, "--max-inflight-bytes") {
+		t.Fatalf("push of %d bytes holding 1Mi entries = %d %s, want 413 naming --max-inflight-bytes", len(body), code, answer)
 	}
 	if code, _, answer := f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/x-protobuf"}, lokiProto(`{job="tiny"}`, time.Now(), "fine")); code != 204 {
 		t.Fatalf("a normal push after it = %d %s", code, answer)
+	}
+}
+
+// TestProtocolsRejectRowsPastTheServiceCap: a bulk or push naming more
+// services than --max-service-hours-per-request keeps the first ones and
+// rejects the documents or entries of the others one by one (a shipper
+// neither drops nor resends the batch for them).
+func TestProtocolsRejectRowsPastTheServiceCap(t *testing.T) {
+	const services = 1_000 + 5 // group.DefaultConfig's cap, and 5 past it
+	f := newFixture(t, Config{}, buffer.Config{})
+	var bulk strings.Builder
+	for i := range services {
+		fmt.Fprintf(&bulk, "{\"create\":{\"_index\":\"es-%d\"}}\n{\"message\":\"m\"}\n", i)
+	}
+	code, _, answer := f.do(t, "POST", "/v1/es/_bulk?filter_path=items.*.status", map[string]string{"Content-Type": "application/x-ndjson"}, []byte(bulk.String()))
+	if code != 200 || strings.Count(answer, `"status":201`) != 1_000 || strings.Count(answer, `"status":400`) != 5 {
+		t.Fatalf("bulk of %d indices = %d with %d stored and %d refused items, want 1000 and 5", services, code, strings.Count(answer, `"status":201`), strings.Count(answer, `"status":400`))
+	}
+	var push strings.Builder
+	push.WriteString(`{"streams":[`)
+	for i := range services {
+		if i > 0 {
+			push.WriteByte(',')
+		}
+		fmt.Fprintf(&push, `{"stream":{"service_name":"lk-%d"},"values":[["%d","m"]]}`, i, time.Now().UnixNano())
+	}
+	push.WriteString(`]}`)
+	code, _, answer = f.do(t, "POST", "/loki/api/v1/push", map[string]string{"Content-Type": "application/json"}, []byte(push.String()))
+	if code != 400 || !strings.Contains(answer, fmt.Sprintf("5 of %d entries rejected", services)) || !strings.Contains(answer, "--max-service-hours-per-request") {
+		t.Fatalf("push of %d services = %d %q, want 400: 5 entries rejected naming --max-service-hours-per-request", services, code, answer)
 	}
 }

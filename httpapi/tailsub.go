@@ -2,10 +2,17 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
+	"ingest/intake"
+	"ingest/internal/httperr"
 	"ingest/logline"
+	"ingest/query"
 )
 
 // liveTail is what the Loki tail takes of the live tail (tail.go): the log
@@ -43,16 +50,35 @@ func (h hubTail) follow(services []string) (liveSub, error) {
 		return nil, err
 	}
 	h.s.met.tailReaders.Inc()
-	return &hubSub{s: h.s, r: r, idle: time.NewTimer(time.Hour)}, nil
+	sub := &hubSub{s: h.s, r: r, idle: time.NewTimer(time.Hour), stopPeers: func() {}}
+	if h.s.deps.Cluster != nil {
+		// The other instances' events too, as GET /v1/tail follows them.
+		service := "*"
+		if services != nil {
+			service = strings.Join(services, ",")
+		}
+		var ctx context.Context
+		ctx, sub.stopPeers = context.WithCancel(context.Background())
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					h.s.panics.report("stream", []byte("/loki/api/v1/tail"), httperr.NewPanic(p))
+				}
+			}()
+			h.s.followPeers(ctx, r, url.Values{"service": {service}, "local": {"1"}}.Encode())
+		}()
+	}
+	return sub, nil
 }
 
 // hubSub is one reader of the tail hub.
 type hubSub struct {
-	s    *Server
-	r    *tailReader
-	idle *time.Timer
-	ev   logline.Event
-	once sync.Once
+	s         *Server
+	r         *tailReader
+	idle      *time.Timer
+	ev        logline.Event
+	once      sync.Once
+	stopPeers context.CancelFunc // ends the streams from the other instances
 }
 
 func (h *hubSub) next(idle time.Duration, fn func(*logline.Event)) (int64, bool) {
@@ -76,12 +102,43 @@ func (h *hubSub) next(idle time.Duration, fn func(*logline.Event)) (int64, bool)
 				fn(&h.ev)
 			}
 		}
+	case c := <-h.r.peers:
+		h.peerLines(c.data, fn)
+		c.finish()
 	}
 	return h.r.dropped.Swap(0), true
 }
 
+// peerLines hands fn the events of a chunk of another instance's tail,
+// NDJSON answer lines read back as events; its drop markers add to the
+// subscriber's own count.
+func (h *hubSub) peerLines(data []byte, fn func(*logline.Event)) {
+	p := intake.GetParser()
+	defer intake.PutParser(p)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		switch query.ControlKind(line) {
+		case "":
+			if len(bytes.TrimSpace(line)) > 0 {
+				p.ParseLogs(line, intake.FormatNDJSON, intake.Defaults{}, func(e *logline.Event) error { fn(e); return nil })
+			}
+		case "dropped":
+			var m struct{ Dropped int64 }
+			if json.Unmarshal(line, &m) == nil && m.Dropped > 0 {
+				h.r.dropped.Add(m.Dropped)
+			}
+		}
+	}
+}
+
 func (h *hubSub) close() {
 	h.once.Do(func() {
+		h.stopPeers()
 		h.s.tail.remove(h.r)
 		h.r.drain()
 		h.s.met.tailReaders.Dec()

@@ -267,6 +267,8 @@ func TestClusterTail(t *testing.T) {
 	if code, body := d.getWith("/v1/tail?service=api&local=1", "not-the-tail-key"); code != 401 {
 		t.Fatalf("d's own tail with a wrong key = %d %s, want 401", code, body)
 	}
+	// Grafana's live tail (Loki's WebSocket) through a sees d's events too.
+	grafanaTail(t, a, d, "Bearer writer")
 }
 
 // TestClusterHotUser: --hot-user-rate is the cluster's rate. One user

@@ -240,13 +240,14 @@ func grafanaReplay(t *testing.T, s *server, auth string) {
 	}
 
 	// Live tailing: the WebSocket URL carries the query alone.
-	grafanaTail(t, s, auth)
+	grafanaTail(t, s, s, auth)
 }
 
-// grafanaTail opens the live tail as Grafana's LiveStreams does (through
-// its proxy: no Origin) with the gobwas/ws client, posts, and reads the
+// grafanaTail opens the live tail on s as Grafana's LiveStreams does
+// (through its proxy: no Origin) with the gobwas/ws client, posts to
+// poster (s itself, or another instance of its cluster), and reads the
 // event back.
-func grafanaTail(t *testing.T, s *server, auth string) {
+func grafanaTail(t *testing.T, s, poster *server, auth string) {
 	hdr := http.Header{}
 	if auth != "" {
 		hdr.Set("Authorization", auth)
@@ -288,7 +289,7 @@ func grafanaTail(t *testing.T, s *server, auth string) {
 	// until the event comes through all the same.
 	deadline := time.After(20 * time.Second)
 	for {
-		req, _ := http.NewRequest("POST", s.url+"/v1/logs", strings.NewReader(`{"service":"web","msg":"live elsewhere"}`+"\n"+
+		req, _ := http.NewRequest("POST", poster.url+"/v1/logs", strings.NewReader(`{"service":"web","msg":"live elsewhere"}`+"\n"+
 			`{"service":"api","level":"warn","msg":"live one"}`))
 		req.Header.Set("Content-Type", "application/x-ndjson")
 		if auth != "" {

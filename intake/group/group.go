@@ -33,6 +33,9 @@ func (r *Rejected) Error() string { return r.Reason }
 
 // IsRejected reports whether err refuses one row only.
 func IsRejected(err error) bool {
+	if err == nil {
+		return false // before r, which escapes: no allocation on the usual path
+	}
 	var r *Rejected
 	return errors.As(err, &r)
 }
