@@ -15,7 +15,6 @@ import (
 	"ingest/buffer"
 	"ingest/intake"
 	"ingest/internal/httperr"
-	"ingest/logline"
 )
 
 // reqState is one request's reusable memory: the body as received and
@@ -182,13 +181,13 @@ func (s *Server) addBatch(batch *buffer.Batch) error {
 func (s *Server) writePending(ctx *fasthttp.RequestCtx, res *intake.Result, format intake.Format, err error) {
 	s.met.ackTimeouts.Inc()
 	ctx.Response.Header.Set("X-Ingest-Ack", string(buffer.AckWAL))
-	s.writeResult(ctx, fasthttp.StatusAccepted, res, format)
-	if format != intake.FormatOTLPProto && format != intake.FormatOTLPJSON {
-		b := ctx.Response.Body()
-		b = append(b[:len(b)-2], `,"stored":false,"message":`...) // drop "}\n"
-		b = logline.AppendQuoted(b, []byte(err.Error()))
-		ctx.SetBody(append(b, "}\n"...))
+	if format == intake.FormatOTLPProto || format == intake.FormatOTLPJSON {
+		writeOTLPResult(ctx, fasthttp.StatusAccepted, res, format)
+		return
 	}
+	ctx.SetStatusCode(fasthttp.StatusAccepted)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(append(res.AppendPendingJSON(ctx.Response.Body()[:0], err.Error()), '\n'))
 }
 
 // readBody reads the request body under --max-body-bytes, reserving

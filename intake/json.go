@@ -2,10 +2,8 @@ package intake
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"ingest/internal/jsonstr"
 	"ingest/logline"
@@ -151,9 +149,9 @@ func (p *Parser) scanArray(body []byte) error {
 		i++
 	} else {
 		for {
-			end, err := skipValue(body, i)
-			if err != nil {
-				return fail("element %d: %v", len(p.spans)+1, err)
+			end, reason := jsonstr.FrameEnd(body, i)
+			if reason != "" {
+				return fail("element %d: %s", len(p.spans)+1, reason)
 			}
 			p.spans = append(p.spans, span{i, end})
 			i = jsonstr.SkipSpace(body, end)
@@ -196,55 +194,4 @@ func (p *Parser) forEachElement(body []byte, r *Result, fn func(n int, elem []by
 		}
 	}
 	return nil
-}
-
-var (
-	errUnterminated = errors.New("not terminated before the end of the body")
-	errEOF          = errors.New("the body ends where an element should be")
-)
-
-// skipValue returns the index just past the JSON value starting at i. An
-// empty element (a ',' or ']' right away) yields i itself.
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return i, errEOF
-	}
-	switch b[i] {
-	case '"':
-		q, err := stringEnd(b, i)
-		return q + 1, err
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				q, err := stringEnd(b, j)
-				if err != nil {
-					return j, err
-				}
-				j = q
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return len(b), errUnterminated
-	}
-	j := i
-	for j < len(b) && !strings.ContainsRune(",] \t\r\n", rune(b[j])) {
-		j++
-	}
-	return j, nil
-}
-
-// stringEnd returns the index of the quote closing the string opened at i.
-func stringEnd(b []byte, i int) (int, error) {
-	end, _ := jsonstr.Scan(b, i)
-	if end < 0 {
-		return len(b), errUnterminated
-	}
-	return end - 1, nil
 }

@@ -197,19 +197,19 @@ func jsonMembers(b []byte, i int, fn func(key []byte, start, end int) error) (in
 		if i >= len(b) || b[i] != '"' {
 			return i, errors.New("want a member name")
 		}
-		q, err := stringEnd(b, i)
-		if err != nil {
-			return i, err
+		q, _ := jsonstr.Scan(b, i)
+		if q < 0 {
+			return i, errors.New("not terminated before the end of the body")
 		}
-		key := b[i+1 : q]
-		i = jsonstr.SkipSpace(b, q+1)
+		key := b[i+1 : q-1]
+		i = jsonstr.SkipSpace(b, q)
 		if i >= len(b) || b[i] != ':' {
 			return i, errors.New("want ':' after a member name")
 		}
 		start := jsonstr.SkipSpace(b, i+1)
-		end, err := skipValue(b, start)
-		if err != nil {
-			return end, err
+		end, reason := jsonstr.FrameEnd(b, start)
+		if reason != "" {
+			return end, errors.New(reason)
 		}
 		if c := b[start]; c != '"' && c != '{' && c != '[' {
 			end = start // a scalar ends at the object's end too
@@ -248,9 +248,9 @@ func jsonObjects(b []byte, i int, name string, fn func(start, end int) error) er
 		return nil
 	}
 	for {
-		end, err := skipValue(b, i)
-		if err != nil {
-			return err
+		end, reason := jsonstr.FrameEnd(b, i)
+		if reason != "" {
+			return errors.New(reason)
 		}
 		if end == i || b[i] != '{' {
 			return fmt.Errorf("an element of %s is not an object", name)

@@ -89,6 +89,20 @@ func (r *Result) bookError(n int, err error) error {
 // AppendJSON appends the 202 response body,
 // {"accepted":N,"rejected":M,"errors":[{"line":L,"error":"..."}]}.
 func (r *Result) AppendJSON(dst []byte) []byte {
+	return append(r.appendFields(dst), '}')
+}
+
+// AppendPendingJSON appends the 202 response body of a batch that is in
+// the write-ahead log but not yet in storage: AppendJSON's fields and
+// "stored":false with message, the reason.
+func (r *Result) AppendPendingJSON(dst []byte, message string) []byte {
+	dst = append(r.appendFields(dst), `,"stored":false,"message":`...)
+	dst = logline.AppendQuoted(dst, []byte(message))
+	return append(dst, '}')
+}
+
+// appendFields appends AppendJSON's object without its closing brace.
+func (r *Result) appendFields(dst []byte) []byte {
 	dst = append(dst, `{"accepted":`...)
 	dst = strconv.AppendInt(dst, int64(r.Accepted), 10)
 	dst = append(dst, `,"rejected":`...)
@@ -104,7 +118,7 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 		dst = logline.AppendQuoted(dst, []byte(e.Error))
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // Defaults fill in what an event does not say.

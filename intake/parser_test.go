@@ -174,6 +174,10 @@ func TestResultAppendJSON(t *testing.T) {
 	if got := string((&Result{}).AppendJSON(nil)); got != `{"accepted":0,"rejected":0,"errors":[]}` {
 		t.Fatalf("empty AppendJSON = %s", got)
 	}
+	want = `{"accepted":2,"rejected":1,"errors":[{"line":3,"error":"bad \"x\""}],"stored":false,"message":"in the \"WAL\"; do not resend"}`
+	if got := string(r.AppendPendingJSON(nil, `in the "WAL"; do not resend`)); got != want {
+		t.Fatalf("AppendPendingJSON = %s, want %s", got, want)
+	}
 }
 
 func TestPutParserDropsBigBuffers(t *testing.T) {

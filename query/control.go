@@ -3,6 +3,7 @@ package query
 import (
 	"strconv"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -86,28 +87,27 @@ func AppendDroppedLine(dst []byte, n int64) []byte {
 // looks at the first key only: the server writes ControlKey first, and an
 // event never has it.
 func ControlKind(line []byte) string {
-	i := skipWS(line, 0)
+	i := jsonstr.SkipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return ""
 	}
-	i = skipWS(line, i+1)
+	i = jsonstr.SkipSpace(line, i+1)
 	if i >= len(line) || line[i] != '"' {
 		return ""
 	}
-	end, ok := skipString(line, i)
-	if !ok || string(line[i:end]) != `"`+ControlKey+`"` {
+	end, _ := jsonstr.Scan(line, i)
+	if end < 0 || string(line[i:end]) != `"`+ControlKey+`"` {
 		return ""
 	}
-	i = skipWS(line, end)
+	i = jsonstr.SkipSpace(line, end)
 	if i >= len(line) || line[i] != ':' {
 		return ""
 	}
-	i = skipWS(line, i+1)
-	end, ok = skipString(line, i)
-	if !ok {
+	i = jsonstr.SkipSpace(line, i+1)
+	if i >= len(line) || line[i] != '"' {
 		return ""
 	}
-	kind, _, err := logline.UnquoteAppend(nil, line[i:end])
+	kind, _, err := logline.UnquoteAppend(nil, line[i:])
 	if err != nil {
 		return ""
 	}

@@ -101,6 +101,14 @@ func (h *streamHeap) Pop() any {
 	return s
 }
 
+// hourMerge is one hour's merge: the open blobs, ordered by their head,
+// and the candidates not opened yet.
+type hourMerge struct {
+	h     streamHeap
+	cands []candidate // in StartTime order
+	next  int         // cands[next:] are not opened yet
+}
+
 // hour merges one hour's candidate blobs (all services) into the sort
 // buffer, handing out each full buffer and the rest at the end.
 func (r *runner) hour(ctx context.Context, cands []candidate) error {
@@ -111,33 +119,17 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 	// StartTime: a writer's consecutive blobs are then never open together.
 	sortByStart(cands)
 	r.nextRelease = 0
-	var h streamHeap
+	m := &hourMerge{cands: cands}
 	defer func() {
-		for _, s := range h {
+		for _, s := range m.h {
 			r.close(s)
 		}
 	}()
-	next := 0
 	for lines := 0; ; lines++ {
-		for next < len(cands) && (len(h) == 0 || (len(h) < r.cfg.MaxOpenBlobs && cands[next].start <= h[0].t)) {
-			s, err := r.open(ctx, cands[next], next)
-			next++
-			if err != nil {
-				return err
-			}
-			if s == nil {
-				continue
-			}
-			if ok, err := r.advanceOrLow(s); err != nil {
-				r.close(s)
-				return err
-			} else if !ok {
-				r.close(s)
-				continue
-			}
-			heap.Push(&h, s)
+		if err := r.openDue(ctx, m); err != nil {
+			return err
 		}
-		if len(h) == 0 {
+		if len(m.h) == 0 {
 			break
 		}
 		if lines&1023 == 0 {
@@ -145,55 +137,86 @@ func (r *runner) hour(ctx context.Context, cands []candidate) error {
 				return err
 			}
 		}
-		s := h[0]
+		s := m.h[0]
 		if s.pending {
 			// Nothing to merge from s before it has a line: hand out what
 			// is certain, then wait for its next line or a higher low.
-			if err := r.release(ctx, h, cands[next:]); err != nil {
+			if err := r.release(ctx, m.h, m.cands[m.next:]); err != nil {
 				return err
 			}
-			if ok, err := r.advanceOrLow(s); err != nil {
-				return err
-			} else if ok {
-				heap.Fix(&h, 0)
-			} else {
-				heap.Pop(&h)
-				r.close(s)
-			}
-			continue
-		}
-		if !r.sort.fits(len(s.head)) {
-			// Full: hand out what is certain, and only if that frees
-			// no room, the whole buffer.
-			if err := r.release(ctx, h, cands[next:]); err != nil {
-				return err
-			}
-			if !r.sort.fits(len(s.head)) {
-				if err := r.flush(ctx); err != nil {
-					return err
-				}
-			}
-		}
-		r.sort.add(s.head, &s.info)
-		// Hand out what is certain before waiting for this blob's next
-		// line, and now and then anyway.
-		if len(r.sort.recs) >= r.nextRelease || s.waiting() {
-			if err := r.release(ctx, h, cands[next:]); err != nil {
-				return err
-			}
-		}
-		ok, err := r.advanceOrLow(s)
-		if err != nil {
+		} else if err := r.take(ctx, m, s); err != nil {
 			return err
 		}
-		if ok {
-			heap.Fix(&h, 0)
-		} else {
-			heap.Pop(&h)
-			r.close(s)
+		if err := r.advanceHead(m, s); err != nil {
+			return err
 		}
 	}
 	return r.flush(ctx)
+}
+
+// openDue opens the candidates the merge has reached (their StartTime is
+// not after the oldest head), up to --query-max-open-blobs, or the next one
+// when none is open; a blob with no matching line is closed at once.
+func (r *runner) openDue(ctx context.Context, m *hourMerge) error {
+	for m.next < len(m.cands) && (len(m.h) == 0 || (len(m.h) < r.cfg.MaxOpenBlobs && m.cands[m.next].start <= m.h[0].t)) {
+		s, err := r.open(ctx, m.cands[m.next], m.next)
+		m.next++
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			continue
+		}
+		if ok, err := r.advanceOrLow(s); err != nil {
+			r.close(s)
+			return err
+		} else if !ok {
+			r.close(s)
+			continue
+		}
+		heap.Push(&m.h, s)
+	}
+	return nil
+}
+
+// take adds the head line of s, the oldest, to the sort buffer, making
+// room first, and hands out what is certain when it is time to.
+func (r *runner) take(ctx context.Context, m *hourMerge, s *stream) error {
+	if !r.sort.fits(len(s.head)) {
+		// Full: hand out what is certain, and only if that frees no
+		// room, the whole buffer.
+		if err := r.release(ctx, m.h, m.cands[m.next:]); err != nil {
+			return err
+		}
+		if !r.sort.fits(len(s.head)) {
+			if err := r.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	r.sort.add(s.head, &s.info)
+	// Hand out what is certain before waiting for this blob's next line,
+	// and now and then anyway.
+	if len(r.sort.recs) >= r.nextRelease || s.waiting() {
+		return r.release(ctx, m.h, m.cands[m.next:])
+	}
+	return nil
+}
+
+// advanceHead moves s, the heap's top, to its next line or a higher low,
+// and closes it at its end.
+func (r *runner) advanceHead(m *hourMerge, s *stream) error {
+	ok, err := r.advanceOrLow(s)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		heap.Fix(&m.h, 0)
+	default:
+		heap.Pop(&m.h)
+		r.close(s)
+	}
+	return nil
 }
 
 // release hands out the buffered lines older than anything not yet merged

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"unicode/utf8"
 
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 )
 
@@ -111,114 +112,79 @@ func appendQuotedShort(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
-// appendAttrs appends ,"key":value for each member of the JSON object a.
-// ok is false when a is not a well-formed object; dst is then partial.
+// appendAttrs appends ,"key":value for each member of the JSON object a,
+// compact, with the keys reservedName names written "attr.<key>". ok is
+// false when a is not a well-formed object; dst is then partial. Values are
+// read and written by jsonstr's rules, so what it writes is valid JSON.
 func appendAttrs(dst, a []byte) ([]byte, bool) {
-	i := skipWS(a, 0)
+	i := jsonstr.SkipSpace(a, 0)
 	if i >= len(a) || a[i] != '{' {
 		return dst, false
 	}
-	i = skipWS(a, i+1)
+	i = jsonstr.SkipSpace(a, i+1)
 	if i < len(a) && a[i] == '}' {
-		return dst, skipWS(a, i+1) == len(a)
+		return dst, jsonstr.SkipSpace(a, i+1) == len(a)
 	}
 	for {
-		if i >= len(a) || a[i] != '"' {
-			return dst, false
-		}
-		kEnd, ok := skipString(a, i)
-		if !ok {
-			return dst, false
-		}
-		key := a[i:kEnd]
-		i = skipWS(a, kEnd)
-		if i >= len(a) || a[i] != ':' {
-			return dst, false
-		}
-		i = skipWS(a, i+1)
-		vEnd, ok := skipValue(a, i, 0)
-		if !ok {
-			return dst, false
-		}
 		dst = append(dst, ',')
-		if reservedName(key, true) {
-			dst = append(dst, `"attr.`...)
-			dst = append(dst, key[1:]...)
-		} else {
-			dst = append(dst, key...)
+		var ok bool
+		if dst, i, ok = appendMember(dst, a, i, true); !ok {
+			return dst, false
 		}
-		dst = append(dst, ':')
-		dst = appendCompact(dst, a[i:vEnd])
-		i = skipWS(a, vEnd)
+		i = jsonstr.SkipSpace(a, i)
 		if i >= len(a) {
 			return dst, false
 		}
 		switch a[i] {
 		case ',':
-			i = skipWS(a, i+1)
+			i = jsonstr.SkipSpace(a, i+1)
 		case '}':
-			return dst, skipWS(a, i+1) == len(a)
+			return dst, jsonstr.SkipSpace(a, i+1) == len(a)
 		default:
 			return dst, false
 		}
 	}
 }
 
-// appendCompact appends the well-formed JSON value v without whitespace
-// outside strings, so a value spread over lines cannot break the NDJSON line.
-func appendCompact(dst, v []byte) []byte {
-	if !hasSpace(v) {
-		return append(dst, v...)
+// appendMember appends the member "key":value of the object a that starts
+// at a[i], compact, its key written "attr.<key>" when reservedName(fixed)
+// names it, and returns the index after the value. ok is false when it is
+// not a well-formed member; dst is then partial.
+func appendMember(dst, a []byte, i int, fixed bool) (out []byte, end int, ok bool) {
+	if i >= len(a) || a[i] != '"' {
+		return dst, i, false
 	}
-	inStr, esc := false, false
-	for _, c := range v {
-		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
-			continue
-		}
-		dst = append(dst, c)
+	kEnd, fl := jsonstr.Scan(a, i)
+	if kEnd < 0 {
+		return dst, i, false
 	}
-	return dst
+	raw := a[i+1 : kEnd-1]
+	if reservedName(raw, fl, fixed) {
+		dst = append(dst, `"attr.`...)
+		q := len(dst)
+		dst = jsonstr.AppendRaw(dst, raw, fl)
+		dst = append(dst[:q], dst[q+1:]...) // drop AppendRaw's opening quote
+	} else {
+		dst = jsonstr.AppendRaw(dst, raw, fl)
+	}
+	i = jsonstr.SkipSpace(a, kEnd)
+	if i >= len(a) || a[i] != ':' {
+		return dst, i, false
+	}
+	dst = append(dst, ':')
+	dst, i, reason := jsonstr.AppendValue(dst, a, jsonstr.SkipSpace(a, i+1), 1)
+	return dst, i, reason == ""
 }
 
-// hasSpace reports whether v holds a byte up to ' ': in a well-formed JSON
-// value (no raw control characters in its strings) only whitespace, inside
-// or outside strings. Cheaper than bytes.ContainsAny on short values.
-func hasSpace(v []byte) bool {
-	for _, c := range v {
-		if c <= ' ' {
-			return true
-		}
-	}
-	return false
-}
-
-// reservedName reports whether the quoted JSON key is ControlKey or, with
-// fixed, names one of the fields AppendNDJSON writes itself: such a key of
-// an attribute is written "attr.<key>".
-func reservedName(quoted []byte, fixed bool) bool {
-	k := quoted[1 : len(quoted)-1]
-	for _, c := range k {
-		if c == '\\' {
-			var buf [16]byte
-			out, _, err := logline.UnquoteAppend(buf[:0], quoted)
-			if err != nil {
-				return false
-			}
-			k = out
-			break
-		}
+// reservedName reports whether the key, raw contents with flags from
+// jsonstr.Scan, is ControlKey or, with fixed, names one of the fields
+// AppendNDJSON writes itself: such a key of an attribute is written
+// "attr.<key>".
+func reservedName(raw []byte, fl jsonstr.Flags, fixed bool) bool {
+	k := raw
+	if fl&jsonstr.Escape != 0 {
+		var buf [16]byte
+		k = jsonstr.Unescape(buf[:0], raw)
 	}
 	switch string(k) {
 	case ControlKey:
@@ -232,211 +198,33 @@ func reservedName(quoted []byte, fixed bool) bool {
 // AppendDataObject appends obj, a JSON object of user data (a login
 // attempt's answer line), with ControlKey at its top level renamed
 // "attr.@ingest", so that it can never be taken for a control line. A
-// well-formed obj without that key is appended as is; one that is not
-// well-formed is appended as is too (the reader will fail to parse it,
-// not misread it).
+// well-formed obj is appended compact, its members read and written by
+// jsonstr's rules; one that is not well-formed is appended as is (the
+// reader will fail to parse it, not misread it).
 func AppendDataObject(dst, obj []byte) []byte {
 	mark := len(dst)
-	i := skipWS(obj, 0)
+	i := jsonstr.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return append(dst, obj...)
 	}
 	dst = append(dst, '{')
-	i = skipWS(obj, i+1)
+	i = jsonstr.SkipSpace(obj, i+1)
 	for first := true; i < len(obj) && obj[i] != '}'; first = false {
 		if !first {
 			if obj[i] != ',' {
 				return append(dst[:mark], obj...)
 			}
-			i = skipWS(obj, i+1)
+			i = jsonstr.SkipSpace(obj, i+1)
 			dst = append(dst, ',')
 		}
-		if i >= len(obj) || obj[i] != '"' {
+		var ok bool
+		if dst, i, ok = appendMember(dst, obj, i, false); !ok {
 			return append(dst[:mark], obj...)
 		}
-		kEnd, ok := skipString(obj, i)
-		if !ok {
-			return append(dst[:mark], obj...)
-		}
-		if reservedName(obj[i:kEnd], false) {
-			dst = append(dst, `"attr.`...)
-			dst = append(dst, obj[i+1:kEnd]...)
-		} else {
-			dst = append(dst, obj[i:kEnd]...)
-		}
-		v := skipWS(obj, kEnd)
-		if v >= len(obj) || obj[v] != ':' {
-			return append(dst[:mark], obj...)
-		}
-		v = skipWS(obj, v+1)
-		vEnd, ok := skipValue(obj, v, 0)
-		if !ok {
-			return append(dst[:mark], obj...)
-		}
-		dst = append(dst, ':')
-		dst = append(dst, obj[v:vEnd]...)
-		i = skipWS(obj, vEnd)
+		i = jsonstr.SkipSpace(obj, i)
 	}
 	if i >= len(obj) {
 		return append(dst[:mark], obj...)
 	}
 	return append(dst, obj[i:]...) // "}" and whatever follows it
-}
-
-func skipWS(a []byte, i int) int {
-	for i < len(a) && (a[i] == ' ' || a[i] == '\t' || a[i] == '\n' || a[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the JSON string starting at a[i].
-func skipString(a []byte, i int) (int, bool) {
-	for j := i + 1; j < len(a); {
-		switch c := a[j]; {
-		case c == '"':
-			return j + 1, true
-		case c == '\\':
-			if j+1 >= len(a) {
-				return 0, false
-			}
-			switch a[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				if j+6 > len(a) {
-					return 0, false
-				}
-				for _, h := range a[j+2 : j+6] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return 0, false
-					}
-				}
-				j += 6
-			default:
-				return 0, false
-			}
-		case c < 0x20:
-			return 0, false
-		case c >= utf8.RuneSelf:
-			r, n := utf8.DecodeRune(a[j:])
-			if r == utf8.RuneError && n == 1 {
-				return 0, false // invalid UTF-8 would make the output invalid JSON
-			}
-			j += n
-		default:
-			j++
-		}
-	}
-	return 0, false
-}
-
-// maxDepth bounds nesting so hostile attributes cannot exhaust the stack.
-const maxDepth = 64
-
-// skipValue returns the index after the JSON value starting at a[i].
-func skipValue(a []byte, i, depth int) (int, bool) {
-	if i >= len(a) || depth > maxDepth {
-		return 0, false
-	}
-	switch c := a[i]; {
-	case c == '"':
-		return skipString(a, i)
-	case c == '{' || c == '[':
-		end := byte('}')
-		if c == '[' {
-			end = ']'
-		}
-		i = skipWS(a, i+1)
-		if i < len(a) && a[i] == end {
-			return i + 1, true
-		}
-		for {
-			if c == '{' {
-				if i >= len(a) || a[i] != '"' {
-					return 0, false
-				}
-				k, ok := skipString(a, i)
-				if !ok {
-					return 0, false
-				}
-				i = skipWS(a, k)
-				if i >= len(a) || a[i] != ':' {
-					return 0, false
-				}
-				i = skipWS(a, i+1)
-			}
-			v, ok := skipValue(a, i, depth+1)
-			if !ok {
-				return 0, false
-			}
-			i = skipWS(a, v)
-			if i >= len(a) {
-				return 0, false
-			}
-			if a[i] == end {
-				return i + 1, true
-			}
-			if a[i] != ',' {
-				return 0, false
-			}
-			i = skipWS(a, i+1)
-		}
-	case c == 't':
-		return literal(a, i, "true")
-	case c == 'f':
-		return literal(a, i, "false")
-	case c == 'n':
-		return literal(a, i, "null")
-	case c == '-' || '0' <= c && c <= '9':
-		return skipNumber(a, i)
-	}
-	return 0, false
-}
-
-func literal(a []byte, i int, lit string) (int, bool) {
-	if len(a)-i < len(lit) || string(a[i:i+len(lit)]) != lit {
-		return 0, false
-	}
-	return i + len(lit), true
-}
-
-// skipNumber follows the JSON number grammar.
-func skipNumber(a []byte, i int) (int, bool) {
-	digits := func(i int) int {
-		for i < len(a) && '0' <= a[i] && a[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	if a[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(a) && a[i] == '0':
-		i++
-	case i < len(a) && '1' <= a[i] && a[i] <= '9':
-		i = digits(i)
-	default:
-		return 0, false
-	}
-	if i < len(a) && a[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(a) && (a[i] == 'e' || a[i] == 'E') {
-		i++
-		if i < len(a) && (a[i] == '+' || a[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
 }

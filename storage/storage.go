@@ -27,8 +27,11 @@ import (
 
 // Config chooses the backend.
 type Config struct {
-	DataDir    string // embedded backend root
-	ConnString string // Azure connection string; empty = embedded (unless Account is set)
+	DataDir string // embedded backend root
+	// ConnString is the Azure connection string. Empty, it is taken from
+	// $AZURE_STORAGE_CONNECTION_STRING unless Account is set; empty there
+	// too, the embedded backend is used.
+	ConnString string
 	Account    string // Azure account name for Entra ID auth
 	Container  string // blob container for logs
 	// BlobEndpoint and TableEndpoint override the service URLs derived from
@@ -61,13 +64,15 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 // from when neither --storage nor --storage-account is given.
 const ConnStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 
-// ApplyEnv takes the connection string from $AZURE_STORAGE_CONNECTION_STRING
-// when neither --storage nor --storage-account is given. Call it after
-// parsing the flags, before Validate.
-func (c *Config) ApplyEnv() {
+// connString is the connection string in use: ConnString, else the
+// environment's when no account is named. Reading it where it is used
+// keeps the Config a plain value: nothing fills it in after the flags are
+// parsed, so one Validate, at any point, sees what will be used.
+func (c *Config) connString() string {
 	if c.ConnString == "" && c.Account == "" {
-		c.ConnString = os.Getenv(ConnStringEnv)
+		return os.Getenv(ConnStringEnv)
 	}
+	return c.ConnString
 }
 
 // Validate checks the settings. It changes nothing.
@@ -93,18 +98,19 @@ func (c *Config) Validate() error {
 }
 
 // Azure reports whether the Azure backend is selected.
-func (c *Config) Azure() bool { return c.ConnString != "" || c.Account != "" }
+func (c *Config) Azure() bool { return c.connString() != "" || c.Account != "" }
 
 // Describe names the backend for logs, without secrets.
 func (c *Config) Describe() string {
 	switch {
 	case c.Account != "":
 		return "azure account " + c.Account + " (Entra ID)"
-	case c.ConnString != "":
-		if ep := connValue(ExpandConnString(c.ConnString), "BlobEndpoint"); ep != "" {
+	case c.connString() != "":
+		conn := c.connString()
+		if ep := connValue(ExpandConnString(conn), "BlobEndpoint"); ep != "" {
 			return "azure " + ep
 		}
-		return "azure account " + connValue(c.ConnString, "AccountName")
+		return "azure account " + connValue(conn, "AccountName")
 	}
 	abs, _ := filepath.Abs(c.DataDir)
 	return "embedded " + abs
@@ -181,7 +187,7 @@ func (c *Config) TableClient() (*aztables.ServiceClient, error) {
 func newClient[C any](c *Config, what, url string, fromConnString func(string) (C, error), fromCredential func(string, azcore.TokenCredential) (C, error)) (C, error) {
 	var zero C
 	if c.Account == "" {
-		cl, err := fromConnString(ExpandConnString(c.ConnString))
+		cl, err := fromConnString(ExpandConnString(c.connString()))
 		if err != nil {
 			return zero, fmt.Errorf("cannot use the --storage connection string for %s: %w", what, err)
 		}

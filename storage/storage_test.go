@@ -21,15 +21,15 @@ func TestExpandConnString(t *testing.T) {
 func TestValidate(t *testing.T) {
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
 	c := Config{DataDir: "d", Container: "logs"}
-	if err := c.Validate(); err != nil || c.Azure() {
-		t.Fatalf("Validate changed the settings: %v %+v", err, c)
-	}
-	c.ApplyEnv()
-	if err := c.Validate(); err != nil || !c.Azure() {
-		t.Fatalf("env connection string not applied: %v %+v", err, c)
+	if err := c.Validate(); err != nil || !c.Azure() || c.ConnString != "" {
+		t.Fatalf("env connection string not used, or written into the settings: %v %+v", err, c)
 	}
 	if !strings.Contains(c.Describe(), "127.0.0.1:10000") {
 		t.Fatalf("Describe = %q", c.Describe())
+	}
+	c = Config{DataDir: "d", Container: "logs", Account: "acct"}
+	if err := c.Validate(); err != nil || c.connString() != "" || !strings.Contains(c.Describe(), "Entra ID") {
+		t.Fatalf("env connection string used beside --storage-account: %v %q", err, c.Describe())
 	}
 	c = Config{DataDir: "d", Container: "logs", ConnString: "x", Account: "y"}
 	if err := c.Validate(); err == nil {

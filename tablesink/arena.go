@@ -12,6 +12,9 @@ import (
 type arena struct {
 	block   []byte
 	scratch []byte // for encodings copied into the block
+	key     []byte // a record's member name with escapes, unescaped
+	props   []byte // a record's "p" object, compact
+	skip    []byte // a record's member this version does not read
 }
 
 // A block is arenaBlockBytes; one with less than arenaBlockRoom left (more
@@ -34,6 +37,11 @@ func (a *arena) str(b []byte) string {
 	start := len(a.block)
 	a.block = append(a.block, b...)
 	return unsafe.String(&a.block[start], len(b))
+}
+
+// bytes copies b into the arena and returns the copy.
+func (a *arena) bytes(b []byte) []byte {
+	return unsafeBytes(a.str(b))
 }
 
 // entityJSON writes e's JSON (appendEntityJSON) into the arena and returns it.

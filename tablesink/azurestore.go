@@ -52,7 +52,7 @@ func (s *AzureStore) client(table string) *aztables.Client {
 
 // CreateTable implements Store.
 func (s *AzureStore) CreateTable(ctx context.Context, name string) error {
-	if err := CheckTableName(name); err != nil {
+	if err := checkTableName(name); err != nil {
 		return err
 	}
 	_, err := s.svc.CreateTable(ctx, name, nil)
@@ -65,7 +65,7 @@ func (s *AzureStore) CreateTable(ctx context.Context, name string) error {
 // DeleteTable implements Store.
 func (s *AzureStore) DeleteTable(ctx context.Context, name string) error {
 	_, err := s.svc.DeleteTable(ctx, name, nil)
-	if err = wrapErr("delete table "+name, err); errors.Is(err, ErrTableNotFound) || errors.Is(err, ErrNotFound) {
+	if err = wrapErr("delete table "+name, err); errors.Is(err, ErrTableNotFound) || errors.Is(err, errNotFound) {
 		return nil
 	}
 	return err
@@ -99,7 +99,7 @@ func (s *AzureStore) ListTables(ctx context.Context, prefix string) ([]string, e
 
 // Batch implements Store: one SubmitTransaction of InsertReplace actions.
 func (s *AzureStore) Batch(ctx context.Context, table string, ents []Entity) error {
-	if err := CheckBatch(ents); err != nil {
+	if err := checkBatch(ents); err != nil {
 		return err
 	}
 	if len(ents) == 1 {
@@ -131,7 +131,7 @@ func entityJSON(e *Entity) []byte {
 // batchErr maps a write's error; a 404 on a write can only be the table.
 func (s *AzureStore) batchErr(table string, err error) error {
 	err = wrapErr("write to table "+table, err)
-	if errors.Is(err, ErrNotFound) && !errors.Is(err, ErrTableNotFound) {
+	if errors.Is(err, errNotFound) && !errors.Is(err, ErrTableNotFound) {
 		return fmt.Errorf("%w: %w", ErrTableNotFound, err)
 	}
 	return err
@@ -187,7 +187,7 @@ func (s *AzureStore) Get(ctx context.Context, table, pk, rk string) (Entity, err
 
 // Insert implements Store.
 func (s *AzureStore) Insert(ctx context.Context, table string, e Entity) (string, error) {
-	if err := CheckEntity(&e); err != nil {
+	if err := checkEntity(&e); err != nil {
 		return "", err
 	}
 	resp, err := s.client(table).AddEntity(ctx, appendEntityJSON(nil, &e), nil)
@@ -199,7 +199,7 @@ func (s *AzureStore) Insert(ctx context.Context, table string, e Entity) (string
 
 // Merge implements Store.
 func (s *AzureStore) Merge(ctx context.Context, table string, e Entity, etag string) (string, error) {
-	if err := CheckEntity(&e); err != nil {
+	if err := checkEntity(&e); err != nil {
 		return "", err
 	}
 	tag := azcore.ETag(etag)
@@ -258,13 +258,13 @@ func wrapErr(op string, err error) error {
 	case code == string(aztables.TableNotFound):
 		kind = ErrTableNotFound
 	case code == string(aztables.EntityNotFound), code == string(aztables.ResourceNotFound), status == http.StatusNotFound:
-		kind = ErrNotFound
+		kind = errNotFound
 	case code == string(aztables.EntityAlreadyExists):
-		kind = ErrExists
+		kind = errExists
 	case code == string(aztables.UpdateConditionNotSatisfied), status == http.StatusPreconditionFailed:
-		kind = ErrPrecondition
+		kind = errPrecondition
 	case code == "ServerBusy", status == http.StatusServiceUnavailable, status == http.StatusTooManyRequests:
-		return fmt.Errorf("cannot %s: %w: %w: %w", op, ErrThrottled, ErrTransient, err)
+		return fmt.Errorf("cannot %s: %w: %w: %w", op, errThrottled, ErrTransient, err)
 	case code == "InternalError", code == "OperationTimedOut",
 		status == http.StatusRequestTimeout,
 		status == http.StatusInternalServerError, status == http.StatusBadGateway,
@@ -273,7 +273,7 @@ func wrapErr(op string, err error) error {
 	case status == 0 && isNetworkError(err):
 		kind = ErrTransient
 	case status == http.StatusBadRequest:
-		kind = ErrRejected
+		kind = errRejected
 	}
 	if kind == nil {
 		if code != "" {

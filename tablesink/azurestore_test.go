@@ -41,9 +41,9 @@ func TestWrapErr(t *testing.T) {
 		{"503 ServerBusy", responseErr(503, "ServerBusy", ""), ErrTransient},
 		{"500", responseErr(500, "InternalError", ""), ErrTransient},
 		{"408", responseErr(408, "", ""), ErrTransient},
-		{"409 EntityAlreadyExists", responseErr(409, "EntityAlreadyExists", ""), ErrExists},
-		{"412", responseErr(412, "UpdateConditionNotSatisfied", ""), ErrPrecondition},
-		{"404 ResourceNotFound", responseErr(404, "ResourceNotFound", ""), ErrNotFound},
+		{"409 EntityAlreadyExists", responseErr(409, "EntityAlreadyExists", ""), errExists},
+		{"412", responseErr(412, "UpdateConditionNotSatisfied", ""), errPrecondition},
+		{"404 ResourceNotFound", responseErr(404, "ResourceNotFound", ""), errNotFound},
 		{"400 InvalidInput", responseErr(400, "InvalidInput", ""), nil},
 		{"connection reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, ErrTransient},
 		{"unexpected EOF", io.ErrUnexpectedEOF, ErrTransient},
@@ -51,7 +51,7 @@ func TestWrapErr(t *testing.T) {
 		{"other", errors.New("malformed response"), nil},
 	} {
 		got := wrapErr("op", c.err)
-		for _, s := range []error{ErrTableNotFound, ErrNotFound, ErrExists, ErrPrecondition, ErrTransient} {
+		for _, s := range []error{ErrTableNotFound, errNotFound, errExists, errPrecondition, ErrTransient} {
 			if errors.Is(got, s) != (s == c.want) {
 				t.Errorf("%s: wrapErr = %v; errors.Is(%v) = %v", c.name, got, s, errors.Is(got, s))
 			}

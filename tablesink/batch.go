@@ -1,7 +1,7 @@
 package tablesink
 
 // buildBatches groups entities into entity group transactions: one
-// PartitionKey each, at most MaxBatchEntities entities and MaxBatchBytes of
+// PartitionKey each, at most maxBatchEntities entities and maxBatchBytes of
 // payload. A RowKey seen twice in a partition (a record replayed into the
 // same flush) is kept once, the last one winning, because Azure refuses a
 // transaction that names a row twice. The transactions come round by round,
@@ -38,7 +38,7 @@ func buildBatches(ents []Entity) [][]Entity {
 		size := batchOverhead
 		for _, i := range parts[pk].order {
 			cost := batchCost(&ents[i])
-			if len(cur) == MaxBatchEntities || len(cur) > 0 && size+cost > MaxBatchBytes {
+			if len(cur) == maxBatchEntities || len(cur) > 0 && size+cost > maxBatchBytes {
 				perPK[k] = append(perPK[k], cur)
 				cur, size = nil, batchOverhead
 			}

@@ -22,7 +22,7 @@ func TestBuildBatches(t *testing.T) {
 
 	perPK := map[string]int{}
 	for _, b := range batches {
-		if err := CheckBatch(b); err != nil {
+		if err := checkBatch(b); err != nil {
 			t.Fatalf("batch of %d entities of %s: %v", len(b), b[0].PartitionKey, err)
 		}
 		perPK[b[0].PartitionKey] += len(b)

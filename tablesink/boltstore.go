@@ -51,11 +51,10 @@ func (s *BoltStore) Close() error { return s.db.Close() }
 
 // batchFillPercent is how full bolt fills a leaf page when it splits one
 // at a commit of login writes (bolt's default is half). Login keys arrive
-// in no order within a bucket (users spread over it), and a flush of
-// --login-flush-bytes puts a few hundred keys in every bucket at once, so
-// with half-full splits the pages stayed about half full for good: some
-// 730 bytes of table per attempt where the entities take 340. At 0.9 they
-// are about 84% full; a later insert into a full page splits it again.
+// in no order within a bucket, a flush puts a few hundred keys in every
+// bucket at once, and a half-full page split that way stays half full for
+// good: the table would take about twice its entities' size. A later
+// insert into a full page splits it again. Sizes in docs/performance.md.
 const batchFillPercent = 0.9
 
 func bucketName(table string) []byte { return []byte(strings.ToLower(table)) }
@@ -70,7 +69,7 @@ func boltETag(ver uint64) string { return `W/"` + strconv.FormatUint(ver, 10) + 
 
 // CreateTable implements Store.
 func (s *BoltStore) CreateTable(_ context.Context, name string) error {
-	if err := CheckTableName(name); err != nil {
+	if err := checkTableName(name); err != nil {
 		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -109,13 +108,13 @@ func (s *BoltStore) Batch(ctx context.Context, table string, ents []Entity) erro
 	return s.Batches(ctx, table, [][]Entity{ents})
 }
 
-// Batches implements MultiBatcher: every batch is checked as an entity
+// Batches implements multiBatcher: every batch is checked as an entity
 // group transaction, then all are written in one bolt transaction.
 // Concurrent calls are coalesced by bolt's DB.Batch (one fsync for several).
 func (s *BoltStore) Batches(_ context.Context, table string, batches [][]Entity) error {
 	var vals [][]byte
 	for _, ents := range batches {
-		if err := CheckBatch(ents); err != nil {
+		if err := checkBatch(ents); err != nil {
 			return err
 		}
 		for i := range ents {
@@ -205,7 +204,7 @@ func (s *BoltStore) Get(_ context.Context, table, pk, rk string) (Entity, error)
 		}
 		v := b.Get(boltKey(nil, pk, rk))
 		if v == nil {
-			return ErrNotFound
+			return errNotFound
 		}
 		var err error
 		e, err = s.decode(pk, rk, v)
@@ -216,7 +215,7 @@ func (s *BoltStore) Get(_ context.Context, table, pk, rk string) (Entity, error)
 
 // Insert implements Store.
 func (s *BoltStore) Insert(_ context.Context, table string, e Entity) (string, error) {
-	if err := CheckEntity(&e); err != nil {
+	if err := checkEntity(&e); err != nil {
 		return "", err
 	}
 	val := appendEntityValue(make([]byte, 8, 256), &e)
@@ -228,7 +227,7 @@ func (s *BoltStore) Insert(_ context.Context, table string, e Entity) (string, e
 		}
 		key := boltKey(nil, e.PartitionKey, e.RowKey)
 		if b.Get(key) != nil {
-			return ErrExists
+			return errExists
 		}
 		ver, err := b.NextSequence()
 		if err != nil {
@@ -243,7 +242,7 @@ func (s *BoltStore) Insert(_ context.Context, table string, e Entity) (string, e
 
 // Merge implements Store.
 func (s *BoltStore) Merge(_ context.Context, table string, e Entity, etag string) (string, error) {
-	if err := CheckEntity(&e); err != nil {
+	if err := checkEntity(&e); err != nil {
 		return "", err
 	}
 	var newTag string
@@ -255,19 +254,19 @@ func (s *BoltStore) Merge(_ context.Context, table string, e Entity, etag string
 		key := boltKey(nil, e.PartitionKey, e.RowKey)
 		v := b.Get(key)
 		if v == nil {
-			return ErrNotFound
+			return errNotFound
 		}
 		old, err := s.decode(e.PartitionKey, e.RowKey, v)
 		if err != nil {
 			return err
 		}
 		if etag != "*" && old.ETag != etag {
-			return ErrPrecondition
+			return errPrecondition
 		}
 		for k, v := range e.Props {
 			old.Props[k] = v
 		}
-		if err := CheckEntity(&old); err != nil {
+		if err := checkEntity(&old); err != nil {
 			return err
 		}
 		ver, err := b.NextSequence()

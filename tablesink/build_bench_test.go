@@ -31,7 +31,7 @@ func BenchmarkBuildFlush(b *testing.B) {
 	for b.Loop() {
 		ents, _ := s.parseRecords(key, data)
 		for _, txn := range buildBatches(s.withSaltedMarkers(ents)) {
-			if err := CheckBatch(txn); err != nil {
+			if err := checkBatch(txn); err != nil {
 				b.Fatal(err)
 			}
 			for i := range txn {

@@ -24,28 +24,18 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults: 60 days, 16 transactions in flight
-// (a flush holds a few transactions per bucket; several in flight keep
-// the service busy while each round trip waits), flushes of 8 MiB, 5
-// tries.
+// (several keep the service busy while each round trip waits), 5 tries,
+// and flushes of 8 MiB, at the latest 10 s after the oldest attempt or
+// 500 ms after the last one.
 //
-// Why 8 MiB: a transaction covers one bucket, so a flush of n attempts
-// costs about one request per bucket and per 100 of its attempts, and at
-// least one per bucket it touches. An attempt takes about 225 bytes in the
-// buffer (the load generator's): 4 MiB (--flush-bytes) is some 18,600
-// attempts, 73 per bucket of 256, one transaction each and a second for
-// the busiest buckets, about 17 requests per 1,000 attempts; 8 MiB is some
-// 37,000, 146 per bucket, about 14 per 1,000; 16 MiB some 74,000, about
-// 12 (10 is the floor). But the first request of a burst waits for its
-// first full chunk, or for the burst's end: with 8 MiB a burst of 60,000
-// attempts is written while it still arrives, in two flushes (14 requests
-// per 1,000, where one 16 MiB flush takes 12, after the burst).
-//
-// Why 10 s and 500 ms: for the same reason a flush of a few attempts costs
-// nearly as much as a full one, so the login attempts of a day are not
-// flushed at --flush-interval (2 s) while more keep arriving, only once
-// they fill a chunk, once none came for 500 ms (a burst is over: no reason
-// to wait), or at the latest once the oldest is 10 s old, so a lookup sees
-// an attempt within about 10 s even under a steady trickle.
+// A transaction covers one bucket, so a flush costs about one request per
+// bucket it touches and per 100 of its attempts there, and a flush of a few
+// attempts nearly as much as a full one: login attempts are flushed by
+// size, not at --flush-interval. Larger chunks fill transactions better,
+// but the first request of a burst waits for its first full chunk; 8 MiB
+// writes a large burst while it still arrives. A quiet 500 ms ends a burst,
+// and 10 s bounds how late a lookup sees an attempt under a trickle.
+// docs/performance.md has the requests per 1,000 attempts at each size.
 func DefaultConfig() Config {
 	return Config{RetentionDays: 60, Parallel: 16, FlushBytes: 8 << 20, FlushInterval: 10 * time.Second, FlushQuiet: 500 * time.Millisecond,
 		Retries: 5, Shard: shard.DefaultConfig()}

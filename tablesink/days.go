@@ -22,15 +22,13 @@ func dayOf(unixNano int64) int64 {
 
 func dayTime(day int64) time.Time { return time.Unix(day*86400, 0).UTC() }
 
-// TableName is the day table of a UTC day number: logins{YYYYMMDD}.
-func TableName(day int64) string { return tableName(TablePrefix, day) }
-
+// tableName is the day table of a UTC day number: prefix{YYYYMMDD}.
 func tableName(prefix string, day int64) string {
 	return string(appendDay(append(make([]byte, 0, len(prefix)+8), prefix...), day))
 }
 
 // TableFor is the day table of an attempt at unixNano.
-func TableFor(unixNano int64) string { return TableName(dayOf(unixNano)) }
+func TableFor(unixNano int64) string { return tableName(TablePrefix, dayOf(unixNano)) }
 
 func appendDay(dst []byte, day int64) []byte {
 	y, m, d := dayTime(day).Date()
@@ -48,9 +46,7 @@ func appendInt(dst []byte, v, width int) []byte {
 	return append(dst, s...)
 }
 
-// ParseTableName returns the UTC day number of a day table's name.
-func ParseTableName(name string) (day int64, ok bool) { return parseTableName(TablePrefix, name) }
-
+// parseTableName returns the UTC day number of a day table's name.
 func parseTableName(prefix, name string) (day int64, ok bool) {
 	if len(name) != len(prefix)+8 || !strings.EqualFold(name[:len(prefix)], prefix) {
 		return 0, false

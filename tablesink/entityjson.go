@@ -75,7 +75,7 @@ func appendProps(dst []byte, props map[string]any, more bool) []byte {
 			dst = logline.AppendTime(dst, v.UnixNano())
 			dst = append(dst, '"')
 		default:
-			// CheckEntity refuses other types before anything is written;
+			// checkEntity refuses other types before anything is written;
 			// keep the JSON valid regardless.
 			dst = appendName(dst, k, "")
 			dst = append(dst, "null"...)

@@ -8,9 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
-
 	"ingest/intake/login"
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 	"ingest/shard"
 )
@@ -19,9 +18,12 @@ import (
 // used before the type had a package of its own.
 type Attempt = login.Attempt
 
-// maxStringBytes bounds each string field of an attempt so that the entity
-// stays within Azure's 64 KiB per string property.
-const maxStringBytes = MaxStringBytes / 2
+// quickStringBytes is the length up to which a string field surely fits
+// Azure's 64 KiB per string property (UTF-16 takes at most two bytes per
+// byte of UTF-8), so only longer ones are measured.
+const quickStringBytes = maxStringBytes / 2
+
+var errNotObject = errors.New("cannot accept login attempt: its other fields are not a JSON object")
 
 // AppendRecord decides the attempt's keys and appends one self-contained,
 // '\n'-terminated record to dst for the buffer to hold until Flush. key is
@@ -55,12 +57,12 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 		name string
 		v    []byte
 	}{{"ip", a.IP}, {"ua", a.UA}, {"id", a.ID}, {"user", a.User}, {"the other fields", a.Props}} {
-		if len(f.v) > maxStringBytes && 2*utf16Len(string(f.v)) > MaxStringBytes {
+		if len(f.v) > quickStringBytes && 2*utf16Len(string(f.v)) > maxStringBytes {
 			return "", dst, fmt.Errorf("cannot accept login attempt: %s over 64 KiB in UTF-16 (Azure's limit for a property)", f.name)
 		}
 	}
-	if len(a.Props) > 0 && (a.Props[0] != '{' || fastjson.ValidateBytes(a.Props) != nil) {
-		return "", dst, errors.New("cannot accept login attempt: its other fields are not a JSON object")
+	if len(a.Props) > 0 && a.Props[0] != '{' {
+		return "", dst, errNotObject
 	}
 
 	sc := s.scratch.Get().(*[]byte)
@@ -76,6 +78,7 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes and an id of %d bytes make a RowKey over Azure's 1 KiB", len(a.User), len(a.ID))
 	}
 
+	mark := len(dst)
 	dst = append(dst, `{"pk":`...)
 	dst = logline.AppendQuoted(dst, pk)
 	dst = append(dst, `,"rk":`...)
@@ -94,10 +97,95 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 	}
 	if len(a.Props) > 0 {
 		dst = append(dst, `,"p":`...)
-		dst = append(dst, a.Props...)
+		var end int
+		var reason string
+		if dst, end, reason = jsonstr.AppendValue(dst, a.Props, 0, 0); reason != "" || end != len(a.Props) {
+			return "", dst[:mark], errNotObject
+		}
 	}
 	dst = append(dst, "}\n"...)
 	return s.dayTable(day), dst, nil
+}
+
+// record is what a record line holds: views of the line, or for a string
+// with escapes, of its text in the arena; props is the "p" object,
+// compact, in the arena's scratch.
+type record struct {
+	pk, rk, ip, ua      []byte
+	user, id            []byte // of the first key scheme's records
+	t                   int64  // of the first key scheme's records
+	success, hasSuccess bool
+	props               []byte
+}
+
+// parseRecord reads a record line as AppendRecord wrote it, through x.
+func parseRecord(x *jsonstr.Index, a *arena, line []byte) (r record, err error) {
+	x.Reset(line)
+	i := jsonstr.SkipSpace(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return r, errors.New("cannot parse login record: " + jsonstr.SyntaxError(line, i, "'{'"))
+	}
+	str := func(v int, dst *[]byte) (int, string) {
+		end, fl := x.Scan(v)
+		if line[v] != '"' || end < 0 {
+			return v, jsonstr.SyntaxError(line, v, "a string")
+		}
+		if *dst = line[v+1 : end-1]; fl&jsonstr.Escape != 0 {
+			*dst = a.bytes(jsonstr.Unescape(a.scratch[:0], *dst))
+		}
+		return end, ""
+	}
+	end, reason := x.Object(i, &a.key, func(key, _ []byte, _ jsonstr.Flags, _, v int) (int, string) {
+		switch string(key) {
+		case "pk":
+			return str(v, &r.pk)
+		case "rk":
+			return str(v, &r.rk)
+		case "ip":
+			return str(v, &r.ip)
+		case "ua":
+			return str(v, &r.ua)
+		case "u":
+			return str(v, &r.user)
+		case "id":
+			return str(v, &r.id)
+		case "s":
+			for _, w := range [...]string{"true", "false"} {
+				if end := jsonstr.LiteralEnd(line, v, w); end >= 0 {
+					r.success, r.hasSuccess = w == "true", true
+					return end, ""
+				}
+			}
+			return v, "s is not a boolean"
+		case "t":
+			end := jsonstr.NumberEnd(line, v)
+			if end < 0 {
+				return v, jsonstr.SyntaxError(line, v, "a number")
+			}
+			r.t, _ = strconv.ParseInt(string(line[v:end]), 10, 64)
+			return end, ""
+		case "p":
+			if line[v] != '{' {
+				return v, "p is not an object"
+			}
+			var end int
+			var reason string
+			a.props, end, reason = jsonstr.AppendValue(a.props[:0], line, v, 1)
+			r.props = a.props
+			return end, reason
+		}
+		var end int
+		var reason string
+		a.skip, end, reason = jsonstr.AppendValue(a.skip[:0], line, v, 1)
+		return end, reason
+	})
+	if reason == "" && jsonstr.SkipSpace(line, end) != len(line) {
+		reason = jsonstr.SyntaxError(line, jsonstr.SkipSpace(line, end), "the end of the line")
+	}
+	if reason != "" {
+		return r, errors.New("cannot parse login record: " + reason)
+	}
+	return r, nil
 }
 
 // recordEntity parses one record line into the entity stored for it:
@@ -105,12 +193,12 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 // as one JSON string: Azure property names must be identifiers, and at most
 // 252 of them, which arbitrary client fields would not respect). Its
 // strings are in a.
-func recordEntity(p *fastjson.Parser, a *arena, line []byte) (Entity, error) {
-	v, err := p.ParseBytes(line)
+func recordEntity(x *jsonstr.Index, a *arena, line []byte) (Entity, error) {
+	r, err := parseRecord(x, a, line)
 	if err != nil {
-		return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
+		return Entity{}, err
 	}
-	pk, rk := v.GetStringBytes("pk"), v.GetStringBytes("rk")
+	pk, rk := r.pk, r.rk
 	if len(pk) == 0 || len(rk) == 0 {
 		return Entity{}, errors.New("cannot parse login record: no pk or rk")
 	}
@@ -120,7 +208,7 @@ func recordEntity(p *fastjson.Parser, a *arena, line []byte) (Entity, error) {
 		// A record of the first key scheme (bucket "_" user, with u, t and
 		// id fields, from a write-ahead log replayed across an upgrade): the
 		// same bucket, the current RowKey, so it lands where reads look.
-		user, t, id = v.GetStringBytes("u"), v.GetInt64("t"), v.GetStringBytes("id")
+		user, t, id = r.user, r.t, r.id
 		pk = pk[:shard.BucketWidth]
 		rk = shard.RowKey(nil, user, t, id)
 	} else if user, t, id, err = shard.ParseRowKey(rk); err != nil {
@@ -132,26 +220,19 @@ func recordEntity(p *fastjson.Parser, a *arena, line []byte) (Entity, error) {
 	if len(id) > 0 {
 		e.Props["ID"] = a.validUTF8(id)
 	}
-	if sv := v.Get("s"); sv != nil {
-		b, err := sv.Bool()
-		if err != nil {
-			return Entity{}, fmt.Errorf("cannot parse login record: %w", err)
-		}
-		e.Props["Success"] = b
+	if r.hasSuccess {
+		e.Props["Success"] = r.success
 	}
-	for _, f := range [...][2]string{{"ip", "IP"}, {"ua", "UA"}} {
-		if b := v.GetStringBytes(f[0]); len(b) > 0 {
-			e.Props[f[1]] = a.str(b)
-		}
+	if len(r.ip) > 0 {
+		e.Props["IP"] = a.str(r.ip)
 	}
-	if pv := v.Get("p"); pv != nil {
-		if pv.Type() != fastjson.TypeObject {
-			return Entity{}, errors.New("cannot parse login record: p is not an object")
-		}
-		a.scratch = pv.MarshalTo(a.scratch[:0])
-		e.Props["Props"] = a.str(a.scratch)
+	if len(r.ua) > 0 {
+		e.Props["UA"] = a.str(r.ua)
 	}
-	if err := CheckEntity(&e); err != nil {
+	if r.props != nil {
+		e.Props["Props"] = a.str(r.props)
+	}
+	if err := checkEntity(&e); err != nil {
 		return Entity{}, err
 	}
 	return e, nil

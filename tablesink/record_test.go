@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"ingest/intake/login"
+	"ingest/internal/jsonstr"
 	"ingest/logline"
 	"ingest/shard"
 )
@@ -33,8 +34,8 @@ func TestAppendRecord(t *testing.T) {
 	if string(out) != want {
 		t.Fatalf("record:\n%s\nwant:\n%s", out, want)
 	}
-	var p fastjson.Parser
-	e, err := recordEntity(&p, new(arena), bytes.TrimSpace(out[5:]))
+	var x jsonstr.Index
+	e, err := recordEntity(&x, new(arena), bytes.TrimSpace(out[5:]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 	now := day0
 	s.now = func() time.Time { return now }
 	pks := map[string]bool{}
-	var p fastjson.Parser
+	var x jsonstr.Index
 	for i := range 2000 { // 2,000 attempts in one second: far above 50/s
 		now = day0.Add(time.Duration(i) * 500 * time.Microsecond)
 		a := login.Attempt{Time: now.UnixNano(), User: []byte("victim"), ID: []byte{byte('a' + i%26), byte('a' + i/26%26), byte('a' + i/676)}}
@@ -94,11 +95,11 @@ func TestAppendRecordSaltsHotUser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := p.ParseBytes(out)
+		r, err := parseRecord(&x, new(arena), bytes.TrimSuffix(out, []byte("\n")))
 		if err != nil {
 			t.Fatalf("record %q: %v", out, err)
 		}
-		pks[string(v.GetStringBytes("pk"))] = true
+		pks[string(r.pk)] = true
 	}
 	if want := len(s.keyer.ReadKeys([]byte("victim"))); len(pks) != want {
 		t.Fatalf("hot user spread over %d partitions, want %d", len(pks), want)
@@ -148,8 +149,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if err != nil {
 			return // refused input is fine; what is accepted must round-trip
 		}
-		var p fastjson.Parser
-		e, err := recordEntity(&p, new(arena), bytes.TrimSuffix(out, []byte("\n")))
+		var x jsonstr.Index
+		e, err := recordEntity(&x, new(arena), bytes.TrimSuffix(out, []byte("\n")))
 		if err != nil {
 			t.Fatalf("record %q does not parse: %v", out, err)
 		}
@@ -181,7 +182,7 @@ func FuzzDecodeEntity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p fastjson.Parser
 		e, err := decodeEntityJSON(&p, b)
-		if err != nil || CheckEntity(&e) != nil {
+		if err != nil || checkEntity(&e) != nil {
 			return
 		}
 		// What decodes and is storable encodes and decodes to the same.
@@ -203,10 +204,10 @@ func TestParseRecordsArena(t *testing.T) {
 	if len(ents) != 5000 || len(bad) != 0 {
 		t.Fatalf("%d entities and %d dead letters, want 5000 and 0", len(ents), len(bad))
 	}
-	var p fastjson.Parser
+	var x jsonstr.Index
 	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	for i := range ents {
-		want, err := recordEntity(&p, new(arena), lines[i])
+		want, err := recordEntity(&x, new(arena), lines[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,4 +215,31 @@ func TestParseRecordsArena(t *testing.T) {
 			t.Fatalf("entity %d encodes to\n%s\nwith the JSON\n%s\nwant\n%s", i, got, ents[i].checkedJSON, appendEntityJSON(nil, &want))
 		}
 	}
+}
+
+func TestParseRecord(t *testing.T) {
+	var x jsonstr.Index
+	f := func(line, wantErr string) record {
+		t.Helper()
+		r, err := parseRecord(&x, new(arena), []byte(line))
+		if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+			t.Fatalf("parseRecord(%s) error %v, want %q", line, err, wantErr)
+		}
+		return r
+	}
+	r := f(`{"pk":"001e","rk":"a\"b~1_x","s":true,"ip":"10.0.0.1","ua":"c\\url","p":{ "k" : [1, "v"] },"later":{"n":null}}`, "")
+	if string(r.pk) != "001e" || string(r.rk) != `a"b~1_x` || !r.success || !r.hasSuccess || string(r.ua) != `c\url` || string(r.props) != `{"k":[1,"v"]}` {
+		t.Fatalf("parseRecord = %+v", r)
+	}
+	r = f(`{"pk":"0000_u","rk":"x","t":-12,"u":"alice","id":"i"}`, "")
+	if r.t != -12 || string(r.user) != "alice" || string(r.id) != "i" || r.hasSuccess {
+		t.Fatalf("parseRecord of the first scheme = %+v", r)
+	}
+	f(`["pk"]`, "want '{'")
+	f(`{"pk":1}`, "want a string")
+	f(`{"pk":"a","s":"yes"}`, "s is not a boolean")
+	f(`{"pk":"a","p":[1]}`, "p is not an object")
+	f(`{"pk":"a","t":x}`, "want a number")
+	f(`{"pk":"a"} {}`, "want the end of the line")
+	f(`{"pk":"a"`, "cannot parse login record")
 }

@@ -47,7 +47,7 @@ func (s *Sink) scheme(ctx context.Context, table string) (tableScheme, error) {
 		sc = schemeBucketed
 	case errors.Is(err, ErrTableNotFound):
 		return schemeNoTable, nil // not cached: it may be created any time
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		sc = schemeMixed
 	default:
 		return 0, fmt.Errorf("cannot read the key scheme of table %s: %w", table, err)
@@ -68,7 +68,7 @@ func (s *Sink) scheme(ctx context.Context, table string) (tableScheme, error) {
 // table reads as mixed: slower (two key schemes queried), never wrong.
 func (s *Sink) ensureDayTable(ctx context.Context, table string) error {
 	_, err := s.store.Get(ctx, table, schemePK, schemeRK)
-	if err == nil || errors.Is(err, ErrNotFound) {
+	if err == nil || errors.Is(err, errNotFound) {
 		return nil
 	}
 	if !errors.Is(err, ErrTableNotFound) {
@@ -78,7 +78,7 @@ func (s *Sink) ensureDayTable(ctx context.Context, table string) error {
 		return fmt.Errorf("cannot create table %s: %w", table, err)
 	}
 	marker := Entity{PartitionKey: schemePK, RowKey: schemeRK, Props: map[string]any{"Scheme": int32(2)}}
-	if _, err := s.store.Insert(ctx, table, marker); err != nil && !errors.Is(err, ErrExists) {
+	if _, err := s.store.Insert(ctx, table, marker); err != nil && !errors.Is(err, errExists) {
 		return fmt.Errorf("cannot mark table %s with its key scheme: %w", table, err)
 	}
 	s.m.created.Inc()

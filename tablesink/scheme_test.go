@@ -35,7 +35,7 @@ func writeLegacyTable(t *testing.T, s *Sink, table, user string, salt int, times
 			Props: map[string]any{"User": user, "Time": ts.UTC(), "ID": id, "IP": "10.0.0.1", "Success": false}})
 	}
 	for len(ents) > 0 {
-		n := min(len(ents), MaxBatchEntities)
+		n := min(len(ents), maxBatchEntities)
 		if err := s.store.Batch(ctx, table, ents[:n]); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestFlushFillsTransactions(t *testing.T) {
 		}
 		fewest := 0
 		for _, c := range perBucket {
-			fewest += (c + MaxBatchEntities - 1) / MaxBatchEntities
+			fewest += (c + maxBatchEntities - 1) / maxBatchEntities
 		}
 		if got := testutil.ToFloat64(s.m.transactions); got != float64(fewest) {
 			t.Errorf("%v transactions, want the fewest possible, %d", got, fewest)
@@ -193,7 +193,7 @@ func TestThrottlingBacksOff(t *testing.T) {
 	s := newTestSink(t, cs, DefaultConfig())
 	recs := map[string][]byte{}
 	appendAttempts(t, s, recs, "dave", []time.Time{day0}, "d")
-	busy := fmt.Errorf("503 ServerBusy: %w: %w", ErrThrottled, ErrTransient)
+	busy := fmt.Errorf("503 ServerBusy: %w: %w", errThrottled, ErrTransient)
 	cs.failBatch = []error{busy, busy, busy, busy, busy, busy, busy, busy}
 	flushAll(t, s, recs)
 	if n := s.retryMetrics.Count("write_login_transaction_throttled"); n != 8 {
@@ -251,7 +251,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("bad_record dead letters %v, want 2", n)
 	}
 	var names []string
-	blobs.List(context.Background(), DeadLetterPrefix+"/", func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil })
+	blobs.List(context.Background(), deadLetterPrefix+"/", func(b blobsink.BlobInfo) error { names = append(names, b.Name); return nil })
 	if len(names) != 4 {
 		t.Fatalf("dead-letter blobs %v, want 4 (two per flush)", names)
 	}

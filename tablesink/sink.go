@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fastjson"
 
+	"ingest/deadletter"
+	"ingest/internal/jsonstr"
 	"ingest/internal/retry"
 	"ingest/shard"
 )
@@ -30,10 +31,9 @@ type Sink struct {
 	writeRetry, throttleRetry retry.Policy
 	retryMetrics              *retry.Metrics
 	scratch                   sync.Pool
-	parsers                   fastjson.ParserPool
 	day                       atomic.Pointer[dayName]
 	schemes                   schemeCache
-	dead                      deadLetters
+	dead                      *deadletter.Writer // nil: refused records are dropped, counted
 	m                         metrics
 }
 
@@ -179,7 +179,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	if mb, ok := s.store.(MultiBatcher); ok {
+	if mb, ok := s.store.(multiBatcher); ok {
 		n := 0
 		for _, b := range batches {
 			n += len(b)
@@ -203,7 +203,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 			defer func() { <-sem }()
 			err := s.submit(ctx, key, day, 1, len(b), func() error { return s.store.Batch(ctx, key, b) })
 			var refused []deadLetter
-			if errors.Is(err, ErrRejected) {
+			if errors.Is(err, errRejected) {
 				refused, err = s.isolate(ctx, key, day, b)
 			}
 			mu.Lock()
@@ -225,8 +225,7 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 // (checkedJSON); the lines that cannot be stored (unparseable, or over
 // Azure's limits) come back as dead letters.
 func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []deadLetter) {
-	p := s.parsers.Get()
-	defer s.parsers.Put(p)
+	var x jsonstr.Index
 	ents = make([]Entity, 0, bytes.Count(data, []byte{'\n'})+1)
 	var a arena
 	for n := 1; len(data) > 0; n++ {
@@ -239,7 +238,7 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		e, err := recordEntity(p, &a, line)
+		e, err := recordEntity(&x, &a, line)
 		if err != nil {
 			s.log.Warn("a login record cannot be stored", "table", table, "line", n, "err", err)
 			bad = append(bad, deadLetter{reason: "bad_record", err: err, record: line})
@@ -295,7 +294,7 @@ func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Ent
 		err := s.submit(ctx, table, day, 1, 1, func() error { return s.store.Batch(ctx, table, one) })
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrRejected):
+		case errors.Is(err, errRejected):
 			s.log.Error("the table service rejects a login attempt as invalid; writing it to the dead-letter blob", "table", table,
 				"partition_key", one[0].PartitionKey, "row_key", one[0].RowKey, "err", err)
 			refused = append(refused, deadLetter{reason: "rejected", err: err, record: appendEntityJSON(nil, &one[0])})
@@ -306,10 +305,10 @@ func (s *Sink) isolate(ctx context.Context, table string, day int64, batch []Ent
 	return refused, nil
 }
 
-// MultiBatcher is implemented by stores that commit several entity group
+// multiBatcher is implemented by stores that commit several entity group
 // transactions at once more cheaply than one by one (BoltStore: one bolt
 // transaction and one fsync for a whole Flush).
-type MultiBatcher interface {
+type multiBatcher interface {
 	Batches(ctx context.Context, table string, batches [][]Entity) error
 }
 
@@ -347,12 +346,12 @@ func (s *Sink) submit(ctx context.Context, table string, day int64, txns, n int,
 			}
 			created = true
 			continue
-		case errors.Is(err, ErrThrottled):
+		case errors.Is(err, errThrottled):
 			if throttled++; throttled >= maxThrottledTries {
 				return err
 			}
 			wait = func() error { return s.throttleRetry.Wait(ctx, throttled, err, "table", table) }
-		case !IsTransient(err):
+		case !isTransient(err):
 			return err
 		default:
 			if tries++; tries >= s.cfg.Retries {

@@ -46,21 +46,21 @@ func TestConfig(t *testing.T) {
 
 func TestTableNames(t *testing.T) {
 	day := dayOf(day0.UnixNano())
-	if got := TableName(day); got != "logins20261121" {
+	if got := tableName(TablePrefix, day); got != "logins20261121" {
 		t.Fatalf("TableName = %q", got)
 	}
 	if got := TableFor(day0.Add(-12*time.Hour - 1).UnixNano()); got != "logins20261120" {
 		t.Fatalf("TableFor just before midnight = %q", got)
 	}
-	if d, ok := ParseTableName("logins20261121"); !ok || d != day {
+	if d, ok := parseTableName(TablePrefix, "logins20261121"); !ok || d != day {
 		t.Fatalf("ParseTableName = %d, %v", d, ok)
 	}
 	for _, bad := range []string{"logins2026112", "logins20261321", "stats", "logins2026112x", "xogins20261121"} {
-		if _, ok := ParseTableName(bad); ok {
-			t.Errorf("ParseTableName(%q) accepted", bad)
+		if _, ok := parseTableName(TablePrefix, bad); ok {
+			t.Errorf("parseTableName(%q) accepted", bad)
 		}
 	}
-	if dayOf(-1) != -1 || TableName(-1) != "logins19691231" {
+	if dayOf(-1) != -1 || tableName(TablePrefix, -1) != "logins19691231" {
 		t.Fatal("days before 1970")
 	}
 }
@@ -219,7 +219,7 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 		fastRetries(s)
 		recs := map[string][]byte{}
 		appendAttempts(t, s, recs, "dave", []time.Time{day0, day0.Add(time.Second)}, "d")
-		key := TableName(dayOf(day0.UnixNano()))
+		key := tableName(TablePrefix, dayOf(day0.UnixNano()))
 
 		busy := fmt.Errorf("503 ServerBusy: %w", ErrTransient)
 		cs.failBatch = []error{busy, busy}
@@ -240,7 +240,7 @@ func TestFlushRetriesTransientErrors(t *testing.T) {
 		// Too many transient errors: Flush fails, the caller retries later.
 		cs.failBatch = []error{busy, busy, busy, busy, busy}
 		err = s.Write(context.Background(), key, recs[key])
-		if !IsTransient(err) || !strings.Contains(err.Error(), "cannot flush 1 of 1 transactions") {
+		if !isTransient(err) || !strings.Contains(err.Error(), "cannot flush 1 of 1 transactions") {
 			t.Fatalf("Flush after 5 transient errors: %v", err)
 		}
 		// A permanent error is not retried.
@@ -361,7 +361,7 @@ type rejectingStore struct {
 func (r *rejectingStore) Batch(ctx context.Context, table string, ents []Entity) error {
 	for _, e := range ents {
 		if strings.Contains(e.RowKey, r.bad) {
-			return fmt.Errorf("400 InvalidInput: %w", ErrRejected)
+			return fmt.Errorf("400 InvalidInput: %w", errRejected)
 		}
 	}
 	return r.Store.Batch(ctx, table, ents)
@@ -380,7 +380,7 @@ func TestRejectedEntityIsIsolated(t *testing.T) {
 	times := []time.Time{day0, day0.Add(time.Second), day0.Add(2 * time.Second)}
 	appendAttempts(t, s, recs, "erin", times, "ok")
 	appendAttempts(t, s, recs, "erin", times[:1], "poison")
-	key := TableName(dayOf(day0.UnixNano()))
+	key := tableName(TablePrefix, dayOf(day0.UnixNano()))
 	if err := s.Write(context.Background(), key, recs[key]); err != nil {
 		t.Fatalf("Flush with one rejected entity: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 // and AzureStore (Azure Table service) implement it and pass the same test
 // suite. Implementations report the conditions the sink resolves itself with
 // the sentinel errors below (test with errors.Is); errors for which
-// IsTransient is true are retried with backoff.
+// isTransient is true are retried with backoff.
 type Store interface {
 	// CreateTable creates a table; an existing table is not an error.
 	CreateTable(ctx context.Context, name string) error
@@ -25,9 +25,9 @@ type Store interface {
 	// ListTables returns the names of the tables starting with prefix, sorted.
 	ListTables(ctx context.Context, prefix string) ([]string, error)
 	// Batch upserts ents (insert or replace) as one entity group transaction:
-	// all or nothing. The caller passes a batch that CheckBatch accepts (one
-	// PartitionKey, at most MaxBatchEntities distinct RowKeys, at most
-	// MaxBatchBytes); implementations check it again whatever their backend
+	// all or nothing. The caller passes a batch that checkBatch accepts (one
+	// PartitionKey, at most maxBatchEntities distinct RowKeys, at most
+	// maxBatchBytes); implementations check it again whatever their backend
 	// accepts. ErrTableNotFound when the table does not exist.
 	Batch(ctx context.Context, table string, ents []Entity) error
 	// Query returns up to top entities of partition pk with rowFrom <=
@@ -35,13 +35,13 @@ type Store interface {
 	// continuation tokens until top entities or the end of the range: a
 	// range query. A missing table is ErrTableNotFound.
 	Query(ctx context.Context, table, pk, rowFrom, rowTo string, top int) ([]Entity, error)
-	// Get reads one entity with its ETag (ErrNotFound when absent).
+	// Get reads one entity with its ETag (errNotFound when absent).
 	Get(ctx context.Context, table, pk, rk string) (Entity, error)
-	// Insert adds an entity that must not exist yet (ErrExists otherwise)
+	// Insert adds an entity that must not exist yet (errExists otherwise)
 	// and returns its ETag.
 	Insert(ctx context.Context, table string, e Entity) (etag string, err error)
 	// Merge merges e's properties into the stored entity only if its ETag is
-	// still etag (ErrPrecondition otherwise, ErrNotFound when absent) and
+	// still etag (errPrecondition otherwise, errNotFound when absent) and
 	// returns the new ETag: optimistic concurrency for the data series.
 	Merge(ctx context.Context, table string, e Entity, etag string) (newETag string, err error)
 	// Close releases the store.
@@ -56,7 +56,7 @@ type Entity struct {
 	Props                map[string]any
 	ETag                 string // set by Get and Query
 	// checkedJSON, when set, is the entity as appendEntityJSON writes it,
-	// made once CheckEntity accepted the entity (a login flush builds it
+	// made once checkEntity accepted the entity (a login flush builds it
 	// with the entity): sizing the flush's transactions, checking them and
 	// sending them then neither encodes nor checks each entity again. Only
 	// code that builds an entity and never changes it afterwards sets it.
@@ -66,30 +66,30 @@ type Entity struct {
 // The conditions a Store reports.
 var (
 	ErrTableNotFound = errors.New("table not found")
-	ErrNotFound      = errors.New("entity not found")
-	ErrExists        = errors.New("entity already exists")
-	ErrPrecondition  = errors.New("entity changed since it was read (ETag mismatch)")
+	errNotFound      = errors.New("entity not found")
+	errExists        = errors.New("entity already exists")
+	errPrecondition  = errors.New("entity changed since it was read (ETag mismatch)")
 	ErrTransient     = errors.New("transient storage error")
-	// ErrThrottled: the service asks for time (503 ServerBusy, 429). Stores
+	// errThrottled: the service asks for time (503 ServerBusy, 429). Stores
 	// report it together with ErrTransient.
-	ErrThrottled = errors.New("storage is throttling (server busy)")
-	// ErrRejected: the service refuses the input itself (HTTP 400), so
+	errThrottled = errors.New("storage is throttling (server busy)")
+	// errRejected: the service refuses the input itself (HTTP 400), so
 	// retrying the same entity can never succeed.
-	ErrRejected = errors.New("storage rejected the entity as invalid")
+	errRejected = errors.New("storage rejected the entity as invalid")
 )
 
-// IsTransient reports an error worth retrying as is: server busy, internal
+// isTransient reports an error worth retrying as is: server busy, internal
 // errors, timeouts, connection resets.
-func IsTransient(err error) bool { return errors.Is(err, ErrTransient) }
+func isTransient(err error) bool { return errors.Is(err, ErrTransient) }
 
 // Azure's limits, enforced here because Azurite accepts more.
 const (
-	MaxBatchEntities  = 100      // entities in one entity group transaction
-	MaxBatchBytes     = 4 << 20  // payload of one entity group transaction
-	MaxEntityBytes    = 1 << 20  // one entity, as Azure sizes it
-	MaxProperties     = 252      // custom properties of one entity
-	MaxStringBytes    = 64 << 10 // one string property, UTF-16 encoded
-	MaxPropertyName   = 255      // characters in a property name
+	maxBatchEntities  = 100      // entities in one entity group transaction
+	maxBatchBytes     = 4 << 20  // payload of one entity group transaction
+	maxEntityBytes    = 1 << 20  // one entity, as Azure sizes it
+	maxProperties     = 252      // custom properties of one entity
+	maxStringBytes    = 64 << 10 // one string property, UTF-16 encoded
+	maxPropertyName   = 255      // characters in a property name
 	batchOverhead     = 2 << 10  // multipart envelope of a transaction
 	operationOverhead = 1 << 10  // headers and request line of one operation
 	maxTableNameLen   = 63
@@ -128,18 +128,18 @@ func utf16Len(s string) int {
 	return n
 }
 
-// CheckEntity enforces Azure's limits on one entity: valid keys (shard.ValidKey),
-// at most MaxProperties properties with valid names and supported types,
+// checkEntity enforces Azure's limits on one entity: valid keys (shard.ValidKey),
+// at most maxProperties properties with valid names and supported types,
 // strings of at most 64 KiB in UTF-16, and at most 1 MiB in all.
-func CheckEntity(e *Entity) error {
+func checkEntity(e *Entity) error {
 	if !shard.ValidKey(e.PartitionKey) {
 		return fmt.Errorf("cannot store entity: invalid PartitionKey %q (at most 1 KiB, no / \\ # ? or control characters)", e.PartitionKey)
 	}
 	if !shard.ValidKey(e.RowKey) {
 		return fmt.Errorf("cannot store entity: invalid RowKey %q (at most 1 KiB, no / \\ # ? or control characters)", e.RowKey)
 	}
-	if len(e.Props) > MaxProperties {
-		return fmt.Errorf("cannot store entity %s/%s: %d properties, Azure allows %d", e.PartitionKey, e.RowKey, len(e.Props), MaxProperties)
+	if len(e.Props) > maxProperties {
+		return fmt.Errorf("cannot store entity %s/%s: %d properties, Azure allows %d", e.PartitionKey, e.RowKey, len(e.Props), maxProperties)
 	}
 	for k, v := range e.Props {
 		if !validPropertyName(k) {
@@ -150,7 +150,7 @@ func CheckEntity(e *Entity) error {
 			if !utf8.ValidString(v) {
 				return fmt.Errorf("cannot store entity %s/%s: property %s is not valid UTF-8", e.PartitionKey, e.RowKey, k)
 			}
-			if 2*utf16Len(v) > MaxStringBytes {
+			if 2*utf16Len(v) > maxStringBytes {
 				return fmt.Errorf("cannot store entity %s/%s: property %s is over 64 KiB in UTF-16", e.PartitionKey, e.RowKey, k)
 			}
 		case bool, int32, int64, float64, time.Time:
@@ -158,14 +158,14 @@ func CheckEntity(e *Entity) error {
 			return fmt.Errorf("cannot store entity %s/%s: property %s has unsupported type %T", e.PartitionKey, e.RowKey, k, v)
 		}
 	}
-	if n := entitySize(e); n > MaxEntityBytes {
+	if n := entitySize(e); n > maxEntityBytes {
 		return fmt.Errorf("cannot store entity %s/%s: %d bytes, Azure allows 1 MiB", e.PartitionKey, e.RowKey, n)
 	}
 	return nil
 }
 
 func validPropertyName(k string) bool {
-	if k == "" || len(k) > MaxPropertyName || k == "PartitionKey" || k == "RowKey" || k == "Timestamp" {
+	if k == "" || len(k) > maxPropertyName || k == "PartitionKey" || k == "RowKey" || k == "Timestamp" {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
@@ -187,15 +187,15 @@ func batchCost(e *Entity) int {
 	return n + operationOverhead + 2*len(e.PartitionKey) + 2*len(e.RowKey)
 }
 
-// CheckBatch enforces the rules of an entity group transaction: 1 to 100
+// checkBatch enforces the rules of an entity group transaction: 1 to 100
 // entities, one PartitionKey, distinct RowKeys, at most 4 MiB of payload,
-// and every entity within CheckEntity's limits.
-func CheckBatch(ents []Entity) error {
+// and every entity within checkEntity's limits.
+func checkBatch(ents []Entity) error {
 	if len(ents) == 0 {
 		return errors.New("cannot submit an empty transaction")
 	}
-	if len(ents) > MaxBatchEntities {
-		return fmt.Errorf("cannot submit a transaction of %d entities: Azure allows %d", len(ents), MaxBatchEntities)
+	if len(ents) > maxBatchEntities {
+		return fmt.Errorf("cannot submit a transaction of %d entities: Azure allows %d", len(ents), maxBatchEntities)
 	}
 	size := batchOverhead
 	rks := make([]string, 0, len(ents))
@@ -205,14 +205,14 @@ func CheckBatch(ents []Entity) error {
 			return fmt.Errorf("cannot submit a transaction over two partitions (%q and %q): an entity group transaction is one partition", ents[0].PartitionKey, e.PartitionKey)
 		}
 		if e.checkedJSON == nil {
-			if err := CheckEntity(e); err != nil {
+			if err := checkEntity(e); err != nil {
 				return err
 			}
 		}
 		size += batchCost(e)
 		rks = append(rks, e.RowKey)
 	}
-	if size > MaxBatchBytes {
+	if size > maxBatchBytes {
 		return fmt.Errorf("cannot submit a transaction of %d bytes: Azure allows 4 MiB", size)
 	}
 	slices.Sort(rks)
@@ -224,9 +224,9 @@ func CheckBatch(ents []Entity) error {
 	return nil
 }
 
-// CheckTableName enforces Azure's table names: 3 to 63 letters and digits,
+// checkTableName enforces Azure's table names: 3 to 63 letters and digits,
 // starting with a letter.
-func CheckTableName(name string) error {
+func checkTableName(name string) error {
 	if len(name) < 3 || len(name) > maxTableNameLen {
 		return fmt.Errorf("cannot use table name %q: want 3 to 63 characters", name)
 	}

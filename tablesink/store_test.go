@@ -115,10 +115,10 @@ func TestStoreEntities(t *testing.T) {
 		if err != nil || e.ETag == "" || e.Props["S"] != props["S"] {
 			t.Fatalf("Get = %+v, %v", e, err)
 		}
-		if _, err := st.Get(ctx, tb, "p1", "nope"); !errors.Is(err, ErrNotFound) {
+		if _, err := st.Get(ctx, tb, "p1", "nope"); !errors.Is(err, errNotFound) {
 			t.Fatalf("Get missing: %v", err)
 		}
-		if _, err := st.Insert(ctx, tb, Entity{PartitionKey: "p1", RowKey: "r001"}); !errors.Is(err, ErrExists) {
+		if _, err := st.Insert(ctx, tb, Entity{PartitionKey: "p1", RowKey: "r001"}); !errors.Is(err, errExists) {
 			t.Fatalf("Insert existing: %v", err)
 		}
 		tag, err := st.Insert(ctx, tb, Entity{PartitionKey: "s", RowKey: "x", Props: map[string]any{"A": int64(1)}})
@@ -129,10 +129,10 @@ func TestStoreEntities(t *testing.T) {
 		if err != nil || tag2 == tag {
 			t.Fatalf("Merge: %q, %v", tag2, err)
 		}
-		if _, err := st.Merge(ctx, tb, Entity{PartitionKey: "s", RowKey: "x", Props: map[string]any{"A": int64(9)}}, tag); !errors.Is(err, ErrPrecondition) {
+		if _, err := st.Merge(ctx, tb, Entity{PartitionKey: "s", RowKey: "x", Props: map[string]any{"A": int64(9)}}, tag); !errors.Is(err, errPrecondition) {
 			t.Fatalf("Merge with a stale ETag: %v", err)
 		}
-		if _, err := st.Merge(ctx, tb, Entity{PartitionKey: "s", RowKey: "nope"}, tag); !errors.Is(err, ErrNotFound) {
+		if _, err := st.Merge(ctx, tb, Entity{PartitionKey: "s", RowKey: "nope"}, tag); !errors.Is(err, errNotFound) {
 			t.Fatalf("Merge of a missing entity: %v", err)
 		}
 		if e, err = st.Get(ctx, tb, "s", "x"); err != nil {

@@ -29,7 +29,7 @@ type backend struct {
 // (the embedded table store is a single-writer database: the read-only
 // commands that do not need it do not open it).
 func openBackend(ctx context.Context, cfg *storage.Config, tables bool) (*backend, error) {
-	if err := checkStorage(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	b := &backend{close: func() {}}
@@ -150,13 +150,6 @@ func eventFilterFlags(fs *pflag.FlagSet) eventFilter {
 	}
 	markRequired(fs, "service")
 	return f
-}
-
-// checkStorage takes the connection string from the environment when no
-// flag names the backend, then checks the settings.
-func checkStorage(cfg *storage.Config) error {
-	cfg.ApplyEnv()
-	return cfg.Validate()
 }
 
 // openTableSink opens the backend read-write and a table sink over it, for

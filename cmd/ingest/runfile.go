@@ -226,7 +226,7 @@ func (c *serverClient) call(method, path string, out any) error {
 // any: the table commands then ask it. On Azure nothing is locked and
 // every command reads storage itself.
 func beside(cfg *storage.Config) (*serverClient, bool, error) {
-	if err := checkStorage(cfg); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, false, err
 	}
 	if cfg.Azure() {

@@ -174,7 +174,12 @@ func (p *Process) Kill() {
 // Status reads /proc/PID/status fields in bytes (VmRSS, VmHWM) or counts
 // (Threads); ok is false once the process is gone.
 func (p *Process) Status(field string) (v int64, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	return ProcStatus(p.Cmd.Process.Pid, field)
+}
+
+// ProcStatus is Status of any process pid (a peer the caller started).
+func ProcStatus(pid int, field string) (v int64, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
 	}

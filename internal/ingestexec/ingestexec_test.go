@@ -185,3 +185,21 @@ func TestEnvIsClean(t *testing.T) {
 		t.Error("Command does not run with Env")
 	}
 }
+
+// TestProcStatus: VmHWM of this process is in bytes (the kernel writes
+// kB), at least what a touched 64 MiB slice holds; a gone process is not
+// ok.
+func TestProcStatus(t *testing.T) {
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	v, ok := ProcStatus(os.Getpid(), "VmHWM")
+	if !ok || v < int64(len(b)) {
+		t.Fatalf("VmHWM = %d (ok %v), want at least %d bytes", v, ok, len(b))
+	}
+	runtime.KeepAlive(b)
+	if _, ok := ProcStatus(1<<30, "VmHWM"); ok {
+		t.Fatal("a process that does not exist has a VmHWM")
+	}
+}

@@ -43,13 +43,10 @@ import (
 // intake work, its lines written to files): the only difference left is
 // who uploads to Azurite. That server keeps its data in memory (memDir):
 // on disk its store gives back the page cache of every block it writes
-// (internal/pagecache), and on this VM memory freed just before is what
-// makes Azurite's page faults cheap. With those pages to take, the plain
-// client's Azurite paid its main thread 0.7-1.2 system CPU-s per GB under
-// load and alone after; with the server's data in memory, 1.1-1.9 under
-// load and 2.6-3.3 alone, where ingest's own Azurite paid 0.9-2.3 and
-// 2.1-3.3: ingest --storage frees nothing as it runs (its log reuses its
-// segments, its buffer its chunks). In memory the server's log syncs
+// (internal/pagecache), and on a VM memory freed just before makes
+// Azurite's page faults cheap: the plain client's Azurite would pay less
+// system CPU per GB than ingest's, which frees nothing as it runs (its log
+// reuses its segments, its buffer its chunks). In memory the server's log syncs
 // cost less than on disk, which leaves the plain client more CPU, not
 // less. The server also stays up, idle, through the plain client's alone
 // row, as ingest holds its memory while it drains, rather than freeing
@@ -209,10 +206,10 @@ func memDir(fallback string) string {
 // settleTime is how long the load runs before either under-load row is
 // measured. Into ingest --storage the closed-loop client sends faster than
 // Azurite stores, so the first seconds fill the buffer to --buffer-bytes
-// (about 3 s here, at up to a core of the server's CPU), and every chunk
-// and write-ahead log page in them is memory touched for the first time:
-// 20,000-30,000 page faults a second, on this machine about 13 us each. A
-// server that has run for a while has that memory; the row is its steady
+// (a few seconds, at up to a core of the server's CPU), and every chunk
+// and write-ahead log page in them is memory touched for the first time, a
+// page fault each. A server that has run for a while has that memory; the
+// row is its steady
 // state, the buffer full and taking events as fast as the sink stores
 // them. The plain client's row waits as long, its embedded ingest past
 // its own first, slower second.

@@ -26,20 +26,8 @@ func cpuSeconds(pid int) float64 {
 
 // peakRSSMiB reads VmHWM of a live process.
 func peakRSSMiB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseFloat(f[0], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
+	v, _ := ingestexec.ProcStatus(pid, "VmHWM")
+	return float64(v) / (1 << 20)
 }
 
 // blockDevice counts the bytes written to the block device that holds a
