@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ingest/admission"
+	"ingest/internal/disk"
 	"ingest/internal/httperr"
 	"ingest/internal/notify"
 	"ingest/internal/retry"
@@ -60,8 +61,6 @@ var (
 )
 
 const numStripes = 16
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Buffer is the set of per-key buffers between intake and sinks.
 type Buffer struct {
@@ -328,7 +327,7 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lines logline.Summary
 	}
 	last.data = append(last.data, data...)
 	if b.streams[stream].Checksums {
-		last.sum = crc32.Update(last.sum, castagnoli, data)
+		last.sum = crc32.Update(last.sum, disk.Castagnoli, data)
 	}
 	last.lastLSN = lsn
 	kb.lastActive = now

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/internal/disk"
 	"ingest/logline"
 )
 
@@ -57,7 +58,7 @@ func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines 
 			continue
 		}
 		m.summed++
-		if s != crc32.Checksum(pieces[i], castagnoli) {
+		if s != crc32.Checksum(pieces[i], disk.Castagnoli) {
 			m.badSums = append(m.badSums, fmt.Sprintf("%s piece %d (%d bytes)", key, i, len(pieces[i])))
 		}
 	}
