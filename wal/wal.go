@@ -31,17 +31,16 @@
 // payload and wait; it writes everything queued, calls fdatasync once, then
 // runs each record's onDurable callback in LSN order and wakes the appenders.
 // AppendParts takes a payload in pieces, so a caller need not copy them
-// together: the writer copies each piece once, into its 1 MiB write buffer.
-// (Writing the pieces with writev straight from the callers' memory, no
-// copy at all, cost more system CPU per event on this machine than the
-// copy saved: the kernel reads a small, hot buffer faster.)
+// together: the writer copies each piece once, into its 1 MiB write buffer
+// (writev from the callers' memory measured slower: docs/performance.md).
 //
 // Segments are reused: Truncate renames a segment it no longer needs to a
 // spare (up to Options.SpareSegments; the rest are deleted), and the next
 // rotation renames a spare to the new segment's name and overwrites it.
-// Deleting a 64 MiB file frees its blocks and cached pages (30-40 ms here)
-// and stalled the log's fdatasync meanwhile; overwriting blocks already
-// allocated changes no metadata, so fdatasync writes only the data. A reused segment holds old records past
+// Deleting a 64 MiB file frees its blocks and cached pages and stalls the
+// log's fdatasync meanwhile; overwriting blocks already allocated changes
+// no metadata, so fdatasync writes only the data. A reused segment holds
+// old records past
 // what was written in it: they all carry lower LSNs, so Replay ends the
 // log there as at a torn tail, and a rotation first cuts the segment it
 // leaves to its records. Spares left by a previous process are deleted on
