@@ -371,16 +371,20 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 // so the next start has no unfinished flush to ask the sink about (on
 // Azure, a request per key).
 func TestCloseLeavesNoFlushToResolve(t *testing.T) {
+	// Every done record is held back until Close has begun: a Close that
+	// did not wait for them would close the log first, every time.
+	closing := make(chan struct{})
+	doneRecordDelay = func() { <-closing; time.Sleep(20 * time.Millisecond) }
+	defer func() { doneRecordDelay = nil }()
 	dir := t.TempDir()
 	cfg := testConfig(AckWAL)
 	sink := newMemSink()
 	b := openBuffer(t, cfg, dir, sink)
-	// Each of these flushes' done records would race a Close that did not
-	// wait for it: without the wait, 36 runs in 1,000 failed.
 	const keys = 8
 	for i := range keys {
 		addLines(t, b, fmt.Sprintf("k%d", i), 0, 10)
 	}
+	close(closing)
 	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,10 @@ import (
 	"ingest/logline"
 )
 
+// doneRecordDelay, when set (by tests), runs before a flush's done record
+// is appended: it holds the record back, as a slow sync would.
+var doneRecordDelay func()
+
 // evictAfter is how long an empty key buffer is kept before it is dropped.
 const evictAfter = 2 * time.Minute
 
@@ -161,7 +165,12 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		// The flush need not wait for this one (after a crash without it,
 		// recovery asks the sink); Close does.
 		done := encodeDone(kb.stream, kb.key, r.upTo)
-		b.doneWG.Go(func() { b.wal.Append(done, nil) })
+		b.doneWG.Go(func() {
+			if doneRecordDelay != nil {
+				doneRecordDelay()
+			}
+			b.wal.Append(done, nil)
+		})
 	}
 
 	kb.mu.Lock()
