@@ -613,26 +613,29 @@ func TestStreamFlushBytesSetsItsChunks(t *testing.T) {
 
 }
 
+// TestChunkBytes: over a grid of settings, a stream's chunk is never
+// smaller than --flush-bytes (a chunk holds any batch the buffer takes),
+// never past a quarter of --buffer-bytes unless --flush-bytes itself is
+// (four keys can always fill), and what the stream asks for when that
+// fits.
 func TestChunkBytes(t *testing.T) {
-	cfg := Config{FlushBytes: 4 << 20, BufferBytes: 256 << 20}
-	small := cfg
-	small.BufferBytes = 32 << 20
-	tiny := cfg
-	tiny.BufferBytes = 4 << 20
-	for _, c := range []struct {
-		name string
-		cfg  Config
-		ask  int64 // the stream's FlushBytes
-		want int64
-	}{
-		{"not set", cfg, 0, 4 << 20},
-		{"its own size", cfg, 16 << 20, 16 << 20},
-		{"smaller than --flush-bytes", cfg, 1 << 20, 4 << 20},
-		{"a quarter of --buffer-bytes at most", small, 16 << 20, 8 << 20},
-		{"never below --flush-bytes", tiny, 16 << 20, 4 << 20},
-	} {
-		if got := chunkBytes(&c.cfg, c.ask); got != c.want {
-			t.Errorf("%s: chunkBytes = %d, want %d", c.name, got, c.want)
+	for _, flush := range []int64{64 << 10, 1 << 20, 4 << 20, 64 << 20} {
+		for _, budget := range []int64{4 << 20, 32 << 20, 256 << 20, 4 << 30} {
+			cfg := Config{FlushBytes: flush, BufferBytes: budget}
+			for _, ask := range []int64{0, 1, 1 << 20, 8 << 20, 16 << 20, 1 << 30} {
+				got := chunkBytes(&cfg, ask)
+				fits := ask >= flush && ask <= budget/4
+				switch {
+				case got < flush:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d is below --flush-bytes", flush, budget, ask, got)
+				case got > budget/4 && got > flush:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d is past a quarter of the budget", flush, budget, ask, got)
+				case fits && got != ask:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d, want what was asked", flush, budget, ask, got)
+				case ask == 0 && got != flush:
+					t.Errorf("flush %d, budget %d: a stream asking nothing got %d, want --flush-bytes", flush, budget, got)
+				}
+			}
 		}
 	}
 }
@@ -775,24 +778,30 @@ func TestChunkGrowsInFewCopies(t *testing.T) {
 	}
 }
 
-// TestSpareChunksHoldAJoinedFlush: a stream keeps as many flushed chunks
-// as one joined flush gives back, and spareBytes' worth otherwise.
+// TestSpareChunksHoldAJoinedFlush: an open buffer's streams keep room for
+// every chunk one joined flush gives back (so the chunks that follow come
+// from spares, not fresh memory), for at least one chunk, and for no more
+// than spareBytes or one join's worth, whichever is more.
 func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
 	for _, c := range []struct {
-		chunk int64
+		flush int64
 		join  int
-		want  int
-	}{
-		{4 << 20, 0, 8},   // the default chunk, no joins: spareBytes of them
-		{4 << 20, 16, 16}, // the logs stream: a whole 16-chunk join
-		{4 << 20, 4, 8},   // a smaller join fits in spareBytes anyway
-		{8 << 20, 0, 4},   // the login stream's chunks
-		{64 << 20, 0, 1},  // a chunk larger than spareBytes: still one
-		{64 << 20, 2, 2},  // ... and a join of them
-	} {
-		if got := spareChunks(c.chunk, c.join); got != c.want {
-			t.Errorf("spareChunks(%d, %d) = %d, want %d", c.chunk, c.join, got, c.want)
+	}{{4 << 20, 0}, {4 << 20, 16}, {4 << 20, 4}, {8 << 20, 0}, {64 << 20, 0}, {64 << 20, 2}, {64 << 10, 16}} {
+		cfg := testConfig(AckMemory)
+		defs := streamsOf(newMemSink())
+		defs[0].FlushBytes, defs[0].FlushJoin = c.flush, c.join
+		cfg.BufferBytes = max(cfg.BufferBytes, 4*c.flush)
+		b, err := Open(context.Background(), cfg, t.TempDir(), defs, nil, quiet)
+		if err != nil {
+			t.Fatal(err)
 		}
+		s := b.streams[0]
+		room := cap(s.spare)
+		if room < 1 || room < c.join || int64(room)*s.FlushBytes > max(spareBytes, int64(c.join)*s.FlushBytes, s.FlushBytes) {
+			t.Errorf("chunks of %d, joins of %d: room for %d spares, want at least max(1, %d) and at most %d bytes of them",
+				s.FlushBytes, c.join, room, c.join, max(spareBytes, int64(c.join)*s.FlushBytes, s.FlushBytes))
+		}
+		b.Close(context.Background())
 	}
 }
 
