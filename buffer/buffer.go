@@ -25,26 +25,36 @@ import (
 
 // Flusher stores one key's buffered bytes. Each sink (blobs, tables) is one.
 type Flusher interface {
-	// Flush stores data, whole '\n'-terminated records of one key in arrival
-	// order, and returns how many leading bytes are durably stored: all of
-	// them when err is nil. data is one run of bytes in pieces (the key's
-	// chunks, each ending at a record's end, see StreamDef.FlushJoin): the
-	// sink may store them as one write without joining them, and counts
-	// bytes across them. Before any byte reaches storage it may call
-	// journal once with an intent that lets Landed tell, after a crash, what
-	// landed; a sink whose writes are idempotent need not. Flushes of one key
-	// never run concurrently.
-	//
-	// lines[i] is the Summary of data[i]'s lines when its Count is not
-	// zero: the producer summarized every group of that piece (see
-	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
-	// to know what they hold. sums[i], when not 0, is the CRC-32C
-	// (Castagnoli) of data[i], for a sink that checksums what it stores.
-	Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func(intent []byte) error) (int, error)
+	// Flush stores r.Data, whole '\n'-terminated records of key r.Key in
+	// arrival order, and returns how many leading bytes are durably
+	// stored: all of them when err is nil. Flushes of one key never run
+	// concurrently.
+	Flush(ctx context.Context, r FlushRequest) (int, error)
 	// Landed returns how many leading bytes of the flush described by intent
 	// reached storage before a crash, finishing whatever bookkeeping (such as
 	// metadata) the interrupted flush left undone.
 	Landed(ctx context.Context, key string, intent []byte) (int, error)
+}
+
+// FlushRequest is one flush of a key's records.
+type FlushRequest struct {
+	Key string
+	// Data is one run of bytes in pieces (the key's chunks, each ending at
+	// a record's end, see StreamDef.FlushJoin): the sink may store them as
+	// one write without joining them, and counts bytes across them.
+	Data [][]byte
+	// Summaries[i] is the Summary of Data[i]'s lines when its Count is not
+	// zero: the producer summarized every group of that piece (see
+	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
+	// to know what they hold.
+	Summaries []logline.Summary
+	// Sums[i], when not 0, is the CRC-32C (Castagnoli) of Data[i], for a
+	// sink that checksums what it stores.
+	Sums []uint32
+	// Journal, called at most once before any byte reaches storage, writes
+	// an intent that lets Landed tell, after a crash, what landed; a sink
+	// whose writes are idempotent need not call it.
+	Journal func(intent []byte) error
 }
 
 // Errors Add returns.

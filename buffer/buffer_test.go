@@ -49,7 +49,8 @@ func newMemSink() *memSink {
 	return &memSink{stored: map[string][]byte{}, lines: map[string][]logline.Summary{}}
 }
 
-func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+func (m *memSink) Flush(ctx context.Context, r FlushRequest) (int, error) {
+	key, pieces, lines, sums, journal := r.Key, r.Data, r.Summaries, r.Sums, r.Journal
 	data := bytes.Join(pieces, nil)
 	m.mu.Lock()
 	m.calls++
@@ -527,12 +528,12 @@ func benchAdd(b *testing.B, ack AckMode) {
 
 type discardSink struct{}
 
-func (discardSink) Flush(_ context.Context, _ string, data [][]byte, _ []logline.Summary, _ []uint32, journal func([]byte) error) (int, error) {
+func (discardSink) Flush(_ context.Context, r FlushRequest) (int, error) {
 	n := 0
-	for _, p := range data {
+	for _, p := range r.Data {
 		n += len(p)
 	}
-	return n, journal(nil)
+	return n, r.Journal(nil)
 }
 func (discardSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
@@ -650,8 +651,9 @@ type sizeSink struct {
 	all     []byte
 }
 
-func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ []uint32, _ func([]byte) error) (int, error) {
+func (s *sizeSink) Flush(_ context.Context, r FlushRequest) (int, error) {
 	<-s.release
+	pieces := r.Data
 	data := bytes.Join(pieces, nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -133,7 +133,7 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		data, lines, sums := after(r, stored)
 		// b.stop ends when Close gives up at its deadline: a flush stuck on
 		// a storage that does not answer is cancelled, not waited for.
-		n, err := s.Flusher.Flush(b.stop, kb.key, data, lines, sums, journal)
+		n, err := s.Flusher.Flush(b.stop, FlushRequest{Key: kb.key, Data: data, Summaries: lines, Sums: sums, Journal: journal})
 		stored += n
 		if err == nil && stored >= r.size {
 			break
