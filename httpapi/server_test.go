@@ -135,6 +135,9 @@ func newFixtureOn(t testing.TB, cfg Config, bcfg buffer.Config, tcp bool) *fixtu
 		f.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{IdleConnTimeout: time.Second,
 			DialContext: func(context.Context, string, string) (net.Conn, error) { return f.ln.Dial() }}}
 	}
+	if err := f.srv.listenSyslog(); err != nil { // Serve serves what it opened
+		t.Fatal(err)
+	}
 	go f.srv.Serve()
 	t.Cleanup(func() {
 		f.buf.Close(context.Background())
