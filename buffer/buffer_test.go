@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -608,27 +609,68 @@ func TestStreamFlushBytesSetsItsChunks(t *testing.T) {
 
 }
 
-func TestChunkBytes(t *testing.T) {
-	cfg := Config{FlushBytes: 4 << 20, BufferBytes: 256 << 20}
-	small := cfg
-	small.BufferBytes = 32 << 20
-	tiny := cfg
-	tiny.BufferBytes = 4 << 20
+// TestStreamChunkSizes: a stream's flushes are chunks of --flush-bytes
+// when it asks for no size of its own, of its own size otherwise, never
+// smaller than --flush-bytes (so a stream cannot make the sink's requests
+// smaller than the operator set), and never more than a quarter of
+// --buffer-bytes, so that one key's backlog is flushed while it leaves
+// room for the others. Each case sends one key's lines through the buffer
+// and reads the chunk sizes off the flushes.
+func TestStreamChunkSizes(t *testing.T) {
+	const flushBytes, bufferBytes = 4 << 10, 64 << 10
 	for _, c := range []struct {
-		name string
-		cfg  Config
-		ask  int64 // the stream's FlushBytes
-		want int64
+		name        string
+		buffer      int64 // --buffer-bytes
+		ask         int64 // the stream's FlushBytes
+		least, most int   // a full chunk's size
 	}{
-		{"not set", cfg, 0, 4 << 20},
-		{"its own size", cfg, 16 << 20, 16 << 20},
-		{"smaller than --flush-bytes", cfg, 1 << 20, 4 << 20},
-		{"a quarter of --buffer-bytes at most", small, 16 << 20, 8 << 20},
-		{"never below --flush-bytes", tiny, 16 << 20, 4 << 20},
+		{"not set", bufferBytes, 0, flushBytes, flushBytes},
+		{"its own size", bufferBytes, 8 << 10, 8 << 10, 8 << 10},
+		{"smaller than --flush-bytes", bufferBytes, 1 << 10, flushBytes, bufferBytes / 4},
+		{"larger than the buffer", bufferBytes, 1 << 20, bufferBytes / 4, bufferBytes / 4},
+		{"the largest size", bufferBytes, math.MaxInt64, bufferBytes / 4, bufferBytes / 4},
+		{"a buffer of two chunks", 2 * flushBytes, 1 << 20, flushBytes, flushBytes},
 	} {
-		if got := chunkBytes(&c.cfg, c.ask); got != c.want {
-			t.Errorf("%s: chunkBytes = %d, want %d", c.name, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			sink := &sizeSink{release: make(chan struct{})}
+			close(sink.release)
+			cfg := testConfig(AckMemory)
+			cfg.FlushInterval, cfg.FlushBytes, cfg.BufferBytes, cfg.BudgetWait = time.Hour, flushBytes, c.buffer, 5*time.Second
+			streams := streamsOf(sink)
+			streams[0].FlushBytes = c.ask
+			b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const lines, perBatch = 20000, 10
+			largestBatch := len(wantLines("k", lines-perBatch, lines))
+			for i := 0; i < lines; i += perBatch {
+				var batch Batch
+				g := batch.Group(0, []byte("k"))
+				g.Data = fmt.Appendf(g.Data, "%s", wantLines("k", i, i+perBatch))
+				if err := b.Add(context.Background(), &batch); err != nil {
+					t.Fatalf("cannot add line %d of one key with --buffer-bytes %d: %v (its backlog was not flushed)", i, c.buffer, err)
+				}
+			}
+			if err := b.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if string(sink.all) != wantLines("k", 0, lines) {
+				t.Fatal("the flushes did not store every line in order")
+			}
+			// Every flush but the last (Close's) is a full chunk: the interval
+			// is an hour, so only size made a key due.
+			if len(sink.sizes) < 4 {
+				t.Fatalf("flush sizes %v: want the key flushed chunk by chunk", sink.sizes)
+			}
+			for _, n := range sink.sizes[:len(sink.sizes)-1] {
+				if n > c.most || n <= c.least-largestBatch {
+					t.Fatalf("flushes of %v bytes with --flush-bytes %d, --buffer-bytes %d and a stream asking for %d: want chunks of %d..%d bytes", sink.sizes, flushBytes, c.buffer, c.ask, c.least, c.most)
+				}
+			}
+		})
 	}
 }
 
