@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ingest/logline"
+	"ingest/storage"
 )
 
 // memSink is a Flusher that keeps what it stores in memory, so tests can
@@ -995,40 +996,46 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	}
 }
 
-// TestJoinBytes: a joined flush gives its memory back in one step, so
-// while batches keep coming a flush takes one chunk; once none has come
-// for joinIdle (draining), it takes what the stream's last measured flush
-// stored in joinSpan, between one chunk and FlushJoin of them, and one
-// chunk before any flush was measured (a slow link's first flush).
+// TestJoinBytes: what a flush takes is at least one chunk and at most
+// FlushJoin of them; one chunk while batches keep coming (a joined flush
+// holds memory that waiting requests need) or while no flush was
+// measured; a join of all FlushJoin chunks while draining on a link
+// that stores them in a second; and never more than a flush at the stream's last measured rate
+// stores in half of a storage request's default timeout
+// (--storage-try-timeout), so that a join on a slow link is not abandoned
+// and retried whole.
 func TestJoinBytes(t *testing.T) {
 	cfg := testConfig(AckMemory)
-	streams := streamsOf(newMemSink())
-	streams[0].FlushJoin = 4
-	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	b, err := Open(context.Background(), cfg, t.TempDir(), streamsOf(newMemSink()), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
 	s := b.streams[0]
-	one := s.FlushBytes
-	perSpan := func(bytes int64) int64 { return int64(float64(bytes) / joinSpan.Seconds()) } // the rate that stores bytes in joinSpan
-	for _, tc := range []struct {
-		name       string
-		sinceBatch time.Duration
-		rate       int64 // bytes/s of the last measured flush
-		want       int64
-	}{
-		{"draining, no flush measured", time.Hour, 0, one},
-		{"draining, fast flushes", time.Hour, perSpan(100 * one), 4 * one},
-		{"draining, flushes storing 2.5 chunks per span", time.Hour, perSpan(5 * one / 2), 5 * one / 2},
-		{"draining, flushes slower than a chunk per span", time.Hour, perSpan(one / 3), one},
-		{"batches arriving, fast flushes", 0, perSpan(100 * one), one},
-		{"just past joinIdle", joinIdle, perSpan(100 * one), 4 * one},
-	} {
-		b.lastAdd.Store(time.Now().Add(-tc.sinceBatch).UnixNano())
-		s.rate.Store(tc.rate)
-		if got := b.joinBytes(s); got < tc.want-1 || got > tc.want+1 { // the rate's rounding
-			t.Errorf("%s: joinBytes = %d, want %d", tc.name, got, tc.want)
+	chunk := s.FlushBytes
+	timeout := storage.DefaultConfig().TryTimeout
+	for _, join := range []int{0, 1, 4, 16, 1 << 20} {
+		chunks := int64(max(1, join))
+		for _, rate := range []int64{0, 1, chunk / 60, chunk / 7, chunk, 3 * chunk, 100 * chunk, 1 << 50} {
+			for _, idle := range []time.Duration{0, 10 * time.Millisecond, time.Minute, 1000 * time.Hour} {
+				s.FlushJoin = join
+				s.rate.Store(rate)
+				b.lastAdd.Store(time.Now().Add(-idle).UnixNano())
+				got := b.joinBytes(s)
+				where := fmt.Sprintf("FlushJoin %d, last flush at %d bytes/s, %v since the last batch: a flush takes %d bytes (%d-byte chunks)", join, rate, idle, got, chunk)
+				switch {
+				case got < chunk:
+					t.Errorf("%s, want at least one chunk", where)
+				case got > chunks*chunk:
+					t.Errorf("%s, want at most %d chunks", where, chunks)
+				case got > chunk && (idle < 100*time.Millisecond || rate == 0):
+					t.Errorf("%s, want one chunk while batches come or before a flush was measured", where)
+				case got > chunk && float64(got)/float64(rate) > timeout.Seconds()/2:
+					t.Errorf("%s, a join that takes over half of %v at that rate", where, timeout)
+				case idle >= time.Minute && chunks*chunk <= rate && got != chunks*chunk:
+					t.Errorf("%s, want all %d chunks joined while draining on a link that stores them in a second", where, chunks)
+				}
+			}
 		}
 	}
 }
