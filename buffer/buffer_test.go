@@ -813,24 +813,84 @@ func TestChunkGrowsInFewCopies(t *testing.T) {
 	}
 }
 
-// TestSpareChunksHoldAJoinedFlush: a stream keeps as many flushed chunks
-// as one joined flush gives back, and spareBytes' worth otherwise.
+// joinSink fails its first flush once release is closed, so that flush's
+// retry leaves the stream's measured rate as the test set it, and stores
+// the others, recording how many pieces each came in.
+type joinSink struct {
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+	pieces  []int
+}
+
+func (s *joinSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ []uint32, _ func([]byte) error) (int, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	s.mu.Unlock()
+	if first {
+		<-s.release
+		return 0, errors.New("the first flush fails once")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pieces = append(s.pieces, len(pieces))
+	n := 0
+	for _, p := range pieces {
+		n += len(p)
+	}
+	return n, nil
+}
+
+func (s *joinSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
+
+// TestSpareChunksHoldAJoinedFlush: once a joined flush is stored, the
+// stream keeps every chunk buffer it gives back for new chunks, so that
+// batches arriving after it fill reused memory rather than fresh pages,
+// even when the join is more chunks than the spares a stream otherwise
+// keeps (the logs stream: 16 chunks of 4 MiB). The test piles up a key's
+// chunks behind a flush held in the sink, lets the buffer drain, and
+// counts the spares.
 func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
-	for _, c := range []struct {
-		chunk int64
-		join  int
-		want  int
-	}{
-		{4 << 20, 0, 8},   // the default chunk, no joins: spareBytes of them
-		{4 << 20, 16, 16}, // the logs stream: a whole 16-chunk join
-		{4 << 20, 4, 8},   // a smaller join fits in spareBytes anyway
-		{8 << 20, 0, 4},   // the login stream's chunks
-		{64 << 20, 0, 1},  // a chunk larger than spareBytes: still one
-		{64 << 20, 2, 2},  // ... and a join of them
-	} {
-		if got := spareChunks(c.chunk, c.join); got != c.want {
-			t.Errorf("spareChunks(%d, %d) = %d, want %d", c.chunk, c.join, got, c.want)
+	const chunk, join = 4 << 20, 16
+	sink := &joinSink{release: make(chan struct{})}
+	cfg := testConfig(AckMemory)
+	cfg.FlushInterval, cfg.FlushBytes, cfg.BufferBytes = time.Hour, chunk, 256<<20
+	cfg.RetryMin, cfg.RetryMax = time.Millisecond, time.Millisecond
+	streams := streamsOf(sink)
+	streams[0].FlushJoin = join
+	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	line := append(bytes.Repeat([]byte("x"), 1023), '\n')
+	for range (join + 1) * 4 { // join+1 chunks of 4 batches of 1 MiB
+		var batch Batch
+		g := batch.Group(0, []byte("k"))
+		g.Data = bytes.Repeat(line, 1<<10)
+		if err := b.Add(context.Background(), &batch); err != nil {
+			t.Fatal(err)
 		}
+	}
+	// The first chunk's flush is held in the sink; the buffer now drains
+	// on a link fast enough for a whole join.
+	s := b.streams[0]
+	s.rate.Store(1 << 40)
+	b.lastAdd.Store(time.Now().Add(-time.Hour).UnixNano())
+	close(sink.release)
+	for deadline := time.Now().Add(30 * time.Second); b.Used() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still buffered after 30 s", b.Used())
+		}
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if !slices.Equal(sink.pieces, []int{1, join}) {
+		t.Fatalf("flushes of %v chunks, want the first chunk's retry and then the other %d joined", sink.pieces, join)
+	}
+	if n := len(s.spare); n < join {
+		t.Fatalf("after a flush of %d chunks of %d bytes, the stream kept %d of their buffers as spares, want all", join, chunk, n)
 	}
 }
 
