@@ -370,19 +370,29 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 
 // A graceful Close waits for the WAL records that mark its flushes done,
 // so the next start has no unfinished flush to ask the sink about (on
-// Azure, a request per key).
+// Azure, a request per key). Every done record is held back until Close
+// waits for the records, or has returned without waiting: the order in
+// which a Close that does not wait loses them.
 func TestCloseLeavesNoFlushToResolve(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(AckWAL)
 	sink := newMemSink()
 	b := openBuffer(t, cfg, dir, sink)
-	// Each of these flushes' done records would race a Close that did not
-	// wait for it: without the wait, 36 runs in 1,000 failed.
+	waiting, closed := make(chan struct{}), make(chan struct{})
+	b.doneWG.onWait = func() { close(waiting) }
+	b.beforeDone = func() {
+		select {
+		case <-waiting:
+		case <-closed:
+		}
+	}
 	const keys = 8
 	for i := range keys {
 		addLines(t, b, fmt.Sprintf("k%d", i), 0, 10)
 	}
-	if err := b.Close(context.Background()); err != nil {
+	err := b.Close(context.Background())
+	close(closed)
+	if err != nil {
 		t.Fatal(err)
 	}
 	b = openBuffer(t, cfg, dir, sink)

@@ -161,7 +161,12 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		// The flush need not wait for this one (after a crash without it,
 		// recovery asks the sink); Close does.
 		done := encodeDone(kb.stream, kb.key, r.upTo)
-		b.doneWG.Go(func() { b.wal.Append(done, nil) })
+		b.doneWG.Go(func() {
+			if b.beforeDone != nil {
+				b.beforeDone()
+			}
+			b.wal.Append(done, nil)
+		})
 	}
 
 	kb.mu.Lock()
