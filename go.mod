@@ -24,8 +24,8 @@ require go.yaml.in/yaml/v3 v3.0.5
 
 require (
 	github.com/chromedp/chromedp v0.14.2
-	github.com/gobwas/ws v1.4.0
 	github.com/elastic/go-elasticsearch/v8 v8.19.7 // tests only: the official client's bulk indexer against /v1/es/
+	github.com/gobwas/ws v1.4.0
 	github.com/prometheus/client_model v0.6.3
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp v0.23.0
@@ -33,7 +33,6 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/log v1.47.0
 	golang.org/x/sys v0.49.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ingest/blobsink"
+	"ingest/buffer"
 	"ingest/logline"
 	"ingest/stats"
 	"ingest/tablesink"
@@ -90,25 +91,25 @@ func TestFlushCountsWhatItStored(t *testing.T) {
 
 	s := newSink()
 	d1 := append(levelLines("a", 3, logline.LevelInfo), levelLines("b", 2, logline.LevelError)...)
-	if n, err := s.Flush(ctx, key, [][]byte{d1}, nil, nil, journal); err != nil || n != len(d1) {
+	if n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d1}, Summaries: nil, Sums: nil, Journal: journal}); err != nil || n != len(d1) {
 		t.Fatalf("Flush = %d, %v", n, err)
 	}
 	want(5, map[logline.Level]int64{logline.LevelInfo: 3, logline.LevelError: 2})
 
 	tables.fail.Store(true)
 	d2 := levelLines("c", 4, logline.LevelWarn)
-	n, err := s.Flush(ctx, key, [][]byte{d2}, nil, nil, journal)
+	n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d2}, Summaries: nil, Sums: nil, Journal: journal})
 	if err == nil || n != len(d2) {
 		t.Fatalf("Flush with the stats table down = %d, %v; want every byte stored and an error", n, err)
 	}
 	want(5, map[logline.Level]int64{logline.LevelInfo: 3, logline.LevelError: 2})
-	if _, err := s.Flush(ctx, key, nil, nil, nil, journal); err == nil {
+	if _, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: nil, Summaries: nil, Sums: nil, Journal: journal}); err == nil {
 		t.Fatal("the retry succeeded with the stats table still down")
 	}
 	tables.fail.Store(false)
 	intent2 := append([]byte(nil), intent...)
 	noJournal := func([]byte) error { t.Fatal("the retry of a stored flush journaled an intent"); return nil }
-	if n, err := s.Flush(ctx, key, nil, nil, nil, noJournal); err != nil || n != 0 {
+	if n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: nil, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != 0 {
 		t.Fatalf("the retry = %d, %v; want 0, nil", n, err)
 	}
 	want(9, map[logline.Level]int64{logline.LevelInfo: 3, logline.LevelError: 2, logline.LevelWarn: 4})
@@ -117,7 +118,7 @@ func TestFlushCountsWhatItStored(t *testing.T) {
 	// the next start resolves its intent and counts them.
 	tables.fail.Store(true)
 	d3 := levelLines("d", 6, logline.LevelDebug)
-	if _, err := s.Flush(ctx, key, [][]byte{d3}, nil, nil, journal); err == nil {
+	if _, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d3}, Summaries: nil, Sums: nil, Journal: journal}); err == nil {
 		t.Fatal("Flush with the stats table down succeeded")
 	}
 	tables.fail.Store(false)
@@ -134,7 +135,7 @@ func TestFlushCountsWhatItStored(t *testing.T) {
 		}
 	}
 	want(15, all)
-	if _, err := restarted.Flush(ctx, key, [][]byte{levelLines("e", 1, logline.LevelInfo)}, nil, nil, journal); err != nil {
+	if _, err := restarted.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{levelLines("e", 1, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: journal}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := stats.Read(ctx, bolt, "api", time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"ingest/internal/disk"
 )
 
 // A FileStore blob's metadata lives in a sidecar file, ".NAME.meta", of two
@@ -44,7 +46,7 @@ func metaSlot(gen uint64, js []byte) []byte {
 	binary.LittleEndian.PutUint64(b[4:], gen)
 	binary.LittleEndian.PutUint32(b[12:], uint32(len(js)))
 	b = append(b, js...)
-	sum := crc32.Update(crc32.Checksum(b[:16], crcTable), crcTable, js)
+	sum := crc32.Update(crc32.Checksum(b[:16], disk.Castagnoli), disk.Castagnoli, js)
 	binary.LittleEndian.PutUint32(b[16:], sum)
 	return b
 }
@@ -61,7 +63,7 @@ func parseSlot(b []byte) (gen uint64, js []byte, ok bool) {
 		return 0, nil, false
 	}
 	js = b[metaHeaderSize : metaHeaderSize+n]
-	if crc32.Update(crc32.Checksum(b[:16], crcTable), crcTable, js) != binary.LittleEndian.Uint32(b[16:]) {
+	if crc32.Update(crc32.Checksum(b[:16], disk.Castagnoli), disk.Castagnoli, js) != binary.LittleEndian.Uint32(b[16:]) {
 		return 0, nil, false
 	}
 	return gen, js, true
@@ -172,7 +174,7 @@ func replaceMeta(mp string, js []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(mp))
+	return disk.SyncDir(filepath.Dir(mp))
 }
 
 // readMeta reads a blob's metadata; empty when it has none (or none that

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ingest/internal/disk"
 	"ingest/internal/pagecache"
 )
 
@@ -84,7 +85,7 @@ func (s *FileStore) Create(_ context.Context, name string, meta map[string]strin
 	if _, err := writeMeta(p, meta); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(p))
+	return disk.SyncDir(filepath.Dir(p))
 }
 
 // Append implements Store.
@@ -163,7 +164,7 @@ func (s *FileStore) SetMetadata(_ context.Context, name string, meta map[string]
 	}
 	created, err := writeMeta(p, meta)
 	if err == nil && created {
-		err = syncDir(filepath.Dir(p))
+		err = disk.SyncDir(filepath.Dir(p))
 	}
 	return err
 }
@@ -260,15 +261,6 @@ func (s *FileStore) openFile(name string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // ListTop returns the top-level folders (the services).

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ingest/blobsink"
+	"ingest/buffer"
 	"ingest/internal/azurite"
 	"ingest/logline"
 	"ingest/query"
@@ -97,7 +98,7 @@ func claimFleet(tb testing.TB, n, boundaries int) fleetResult {
 				ready.Done()
 				<-release
 				start := time.Now()
-				_, errs[i] = f.sink.Flush(context.Background(), key, [][]byte{data}, nil, nil, func([]byte) error { return nil })
+				_, errs[i] = f.sink.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: func([]byte) error { return nil }})
 				took[i] = time.Since(start)
 			})
 		}

@@ -3,6 +3,8 @@ package blobsink
 import (
 	"context"
 	"hash/crc32"
+
+	"ingest/internal/disk"
 )
 
 // intent is what Flush journals before writing: every block it will append,
@@ -56,12 +58,10 @@ func (c *chunk) checksum() uint32 {
 	}
 	var sum uint32
 	for _, p := range c.encoded {
-		sum = crc32.Update(sum, crcTable, p)
+		sum = crc32.Update(sum, disk.Castagnoli, p)
 	}
 	return sum
 }
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // plan places every chunk, starting in w and rolling over to a newly
 // claimed blob where a chunk does not fit, and returns the intent and the

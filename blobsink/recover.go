@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 
+	"ingest/internal/disk"
 	"ingest/logline"
 )
 
@@ -83,7 +84,7 @@ func (s *Sink) Landed(ctx context.Context, key string, body []byte) (int, error)
 				if err != nil {
 					return 0, fmt.Errorf("cannot read blob %s back to resolve an unfinished flush: %w", b.Name, err)
 				}
-				ok = crc32.Checksum(got, crcTable) == c.Sum
+				ok = crc32.Checksum(got, disk.Castagnoli) == c.Sum
 			}
 			if !ok {
 				stop = true

@@ -11,7 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"ingest/logline"
+	"ingest/buffer"
 )
 
 // Sink writes one key's lines ("{service}/{YYYY}/{MM}/{DD}/{hh}00") into
@@ -73,7 +73,8 @@ func (s *Sink) TakesSums() bool { return s.cfg.Compression == CompressNone }
 // A flush whose blobs could not be counted (see Counter) fails with every
 // byte stored; the retry (with nothing left to store) counts them before
 // anything else.
-func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+func (s *Sink) Flush(ctx context.Context, r buffer.FlushRequest) (int, error) {
+	key, data, lines, sums, journal := r.Key, r.Data, r.Summaries, r.Sums, r.Journal
 	if err := s.countPending(ctx, key); err != nil {
 		return 0, err
 	}

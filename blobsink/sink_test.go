@@ -17,7 +17,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"ingest/buffer"
 	"ingest/internal/azurite"
+	"ingest/internal/disk"
 	"ingest/logline"
 	"ingest/storage"
 )
@@ -123,11 +125,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("api", hour)
 		data := append(lines("api", hour.Add(4*time.Minute), 10, logline.LevelInfo), lines("api", hour.Add(2*time.Minute), 5, logline.LevelError)...)
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		more := lines("api", hour.Add(50*time.Minute), 3, logline.LevelWarn)
-		if _, err := s.Flush(context.Background(), key, [][]byte{more}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{more}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -157,7 +159,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlobBytes: 4000, ChunkBytes: 1500})
 		key := HourPrefix("roll", hour)
 		data := lines("roll", hour, 100, logline.LevelInfo) // ~9 KB
-		if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v", n, err)
 		}
 		names := listNames(t, store, key+"/")
@@ -193,10 +195,10 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		a, b := newTestSink(t, store, Config{}), newTestSink(t, store, Config{})
 		da, db := lines("shared", hour, 5, logline.LevelInfo), lines("shared", hour.Add(time.Minute), 5, logline.LevelInfo)
-		if _, err := a.Flush(context.Background(), key, [][]byte{da}, nil, nil, noJournal); err != nil {
+		if _, err := a.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{da}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Flush(context.Background(), key, [][]byte{db}, nil, nil, noJournal); err != nil {
+		if _, err := b.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{db}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, store, BlobName(key, 3, CompressNone)); !bytes.Equal(got, da) {
@@ -216,7 +218,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			key := HourPrefix("z", hour)
 			d1, d2 := lines("z", hour, 50, logline.LevelInfo), lines("z", hour.Add(time.Hour/2), 50, logline.LevelDebug)
 			for _, d := range [][]byte{d1, d2} {
-				if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{d}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -235,12 +237,12 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("lost", hour)
 		data := lines("lost", hour, 20, logline.LevelInfo)
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal)
+		n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal})
 		if err == nil {
 			t.Fatal("the lost response was not reported")
 		}
 		// The buffer retries the rest; the sink finds the block already there.
-		if _, err := s.Flush(context.Background(), key, [][]byte{data[n:]}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data[n:]}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		if got := readAll(t, inner, BlobName(key, 1, CompressNone)); !bytes.Equal(got, data) {
@@ -252,11 +254,11 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		spy := &metaSpy{Store: inner}
 		s := newTestSink(t, spy, Config{ChunkBytes: 1000})
 		key := HourPrefix("spy", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{lines("spy", hour, 10, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		late := lines("spy", hour.Add(40*time.Minute), 30, logline.LevelError)
-		if _, err := s.Flush(context.Background(), key, [][]byte{late}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{late}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		if spy.appends < 3 || spy.uncovered > 0 {
@@ -268,7 +270,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newTestSink(t, store, Config{MaxBlocks: 3, ChunkBytes: 500})
 		key := HourPrefix("blocks", hour)
 		data := lines("blocks", hour, 40, logline.LevelInfo) // ~8 blocks of 500 bytes
-		if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		names := listNames(t, store, key+"/")
@@ -290,7 +292,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		key := HourPrefix("crash", hour)
 		data := lines("crash", hour, 40, logline.LevelWarn) // several blocks; two land, then "crash"
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: func(b []byte) error { intent = b; return nil }})
 		if err == nil || n == 0 || n == len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
 		}
@@ -306,7 +308,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Fatalf("metadata after recovery = %+v, %v", m, ok)
 		}
 		// The rest goes to a new blob: a restarted writer never appends to an old one.
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, nil, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data[landed:]}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -322,7 +324,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		for i := range 4 {
 			before := spy.writes
 			d := lines("meta", hour.Add(time.Duration(i)*time.Minute), 10+i, logline.LevelInfo)
-			if _, err := s.Flush(context.Background(), key, [][]byte{d}, nil, nil, noJournal); err != nil {
+			if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{d}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 				t.Fatal(err)
 			}
 			total += 10 + i
@@ -345,7 +347,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 			pieces = append(pieces, lines("join", hour.Add(time.Duration(10-3*i)*time.Minute), 20, logline.Level(1+i%3)))
 		}
 		data := bytes.Join(pieces, nil)
-		if n, err := s.Flush(context.Background(), key, pieces, nil, nil, noJournal); err != nil || n != len(data) {
+		if n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: pieces, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != len(data) {
 			t.Fatalf("Flush = %d, %v; want %d", n, err, len(data))
 		}
 		if spy.appends != 1 || counter.writes != 1 || spy.uncovered != 0 {
@@ -373,7 +375,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		data := bytes.Join(pieces, nil)
 		var intent []byte
-		n, err := s.Flush(context.Background(), key, pieces, nil, nil, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: pieces, Summaries: nil, Sums: nil, Journal: func(b []byte) error { intent = b; return nil }})
 		if err == nil || n <= len(pieces[0]) || n >= len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush past the first piece (%d bytes) and short of %d", n, err, len(pieces[0]), len(data))
 		}
@@ -382,7 +384,7 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		if err != nil || landed != n {
 			t.Fatalf("Landed = %d, %v; want %d", landed, err, n)
 		}
-		if _, err := s2.Flush(context.Background(), key, [][]byte{data[landed:]}, nil, nil, noJournal); err != nil {
+		if _, err := s2.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data[landed:]}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		all := append(readAll(t, inner, BlobName(key, 1, CompressNone)), readAll(t, inner, BlobName(key, 2, CompressNone))...)
@@ -394,15 +396,15 @@ func sinkSuite(t *testing.T, newStore func(t *testing.T) Store) {
 		store := &flakyStore{Store: newStore(t), failAppendsAfter: 1}
 		s := newTestSink(t, store, Config{})
 		key := HourPrefix("fail", hour)
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{lines("fail", hour, 10, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		// Sent ahead counting 30 more events, then the append fails.
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, nil, nil, noJournal); err == nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{lines("fail", hour.Add(time.Minute), 30, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: noJournal}); err == nil {
 			t.Fatal("the failed append was not reported")
 		}
 		store.failAppendsAfter = 0
-		if _, err := s.Flush(context.Background(), key, [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
+		if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{lines("fail", hour.Add(2*time.Minute), 5, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 			t.Fatal(err)
 		}
 		m, ok := ParseMeta(stat(t, store, BlobName(key, 1, CompressNone)).Metadata)
@@ -484,7 +486,7 @@ func TestTornBlockIsCutOnRecovery(t *testing.T) {
 	var intent []byte
 	flaky := &flakyStore{Store: store, failAppendsAfter: 1}
 	s.store = flaky
-	n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, func(b []byte) error { intent = b; return nil })
+	n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: func(b []byte) error { intent = b; return nil }})
 	if err == nil || n == 0 || n+100 > len(data) {
 		t.Fatalf("Flush = %d, %v: want one block stored, then a failure", n, err)
 	}
@@ -539,7 +541,7 @@ func BenchmarkSinkFlushFile(b *testing.B) {
 			b.ReportAllocs()
 			key := HourPrefix("bench", hour)
 			for b.Loop() {
-				if _, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -604,7 +606,7 @@ func TestConcurrentKeys(t *testing.T) {
 			svc := fmt.Sprintf("svc%d", k)
 			key := HourPrefix(svc, hour)
 			for i := range 20 {
-				if _, err := s.Flush(context.Background(), key, [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, nil, nil, noJournal); err != nil {
+				if _, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{lines(svc, hour.Add(time.Duration(i)*time.Minute), 5, logline.LevelInfo)}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -680,7 +682,7 @@ func TestEncodeBlocks(t *testing.T) {
 					if c.raw != c.size || len(block) != c.size || c.meta != want {
 						t.Fatalf("splitPlain(%v, %d): a block of %d raw, %d stored, %d in pieces, metadata %+v; want them equal and %+v", sizes, limit, c.raw, c.size, len(block), c.meta, want)
 					}
-					wantSum := crc32.Checksum(block, crcTable)
+					wantSum := crc32.Checksum(block, disk.Castagnoli)
 					for i, p := range pieces {
 						if given != nil && len(c.encoded) == 1 && len(p) == len(block) && &p[0] == &c.encoded[0][0] {
 							wantSum = sums[i]

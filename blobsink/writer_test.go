@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"ingest/buffer"
 	"ingest/logline"
 )
 
@@ -30,7 +31,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		if err := store.Append(ctx, first, int64(len(d1)), foreign); err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.Flush(ctx, key, [][]byte{d2}, nil, nil, noJournal)
+		n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d2}, Summaries: nil, Sums: nil, Journal: noJournal})
 		if err == nil || n != 0 {
 			t.Fatalf("Flush onto a blob another writer appended to = %d, %v; want 0 and an error", n, err)
 		}
@@ -54,7 +55,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		if err := store.Create(ctx, BlobName(key, 1, CompressNone), nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Flush(ctx, key, [][]byte{d2}, nil, nil, noJournal); err == nil {
+		if _, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d2}, Summaries: nil, Sums: nil, Journal: noJournal}); err == nil {
 			t.Fatal("Flush onto a blob shorter than written succeeded")
 		}
 		mustFlush(t, s, key, d2)
@@ -68,7 +69,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		d1, d2 := lines("vanished", hour, 5, logline.LevelInfo), lines("vanished", hour.Add(time.Minute), 5, logline.LevelInfo)
 		mustFlush(t, s, key, d1)
 		removeBlob(t, store, BlobName(key, 1, CompressNone))
-		if _, err := s.Flush(ctx, key, [][]byte{d2}, nil, nil, noJournal); err == nil {
+		if _, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d2}, Summaries: nil, Sums: nil, Journal: noJournal}); err == nil {
 			t.Fatal("Flush into a vanished blob succeeded")
 		}
 		mustFlush(t, s, key, d2)
@@ -81,7 +82,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		store := &flakyStore{Store: inner, loseAfterAppend: 1}
 		s := newTestSink(t, store, Config{})
 		d1, d2 := lines("lostforeign", hour, 5, logline.LevelInfo), lines("lostforeign", hour.Add(time.Minute), 5, logline.LevelInfo)
-		n, err := s.Flush(ctx, key, [][]byte{d1}, nil, nil, noJournal)
+		n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d1}, Summaries: nil, Sums: nil, Journal: noJournal})
 		if err == nil || n != 0 {
 			t.Fatalf("Flush = %d, %v; want the lost answer reported", n, err)
 		}
@@ -89,7 +90,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		if err := inner.Append(ctx, BlobName(key, 1, CompressNone), int64(len(d1)), foreign); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.Flush(ctx, key, [][]byte{d1}, nil, nil, noJournal); err != nil || n != len(d1) {
+		if n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{d1}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != len(d1) {
 			t.Fatalf("retried Flush = %d, %v; want the block found in place (%d bytes)", n, err, len(d1))
 		}
 		mustFlush(t, s, key, d2)
@@ -103,7 +104,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 		key := HourPrefix("crashforeign", hour)
 		data := lines("crashforeign", hour, 40, logline.LevelWarn) // several blocks; one lands, then a crash
 		var intent []byte
-		n, err := s.Flush(ctx, key, [][]byte{data}, nil, nil, func(b []byte) error { intent = b; return nil })
+		n, err := s.Flush(ctx, buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: func(b []byte) error { intent = b; return nil }})
 		if err == nil || n == 0 || n == len(data) {
 			t.Fatalf("Flush = %d, %v: want a partial flush", n, err)
 		}
@@ -126,7 +127,7 @@ func writerLifeCycle(t *testing.T, newStore func(t *testing.T) Store) {
 
 func mustFlush(t *testing.T, s *Sink, key string, data []byte) {
 	t.Helper()
-	if n, err := s.Flush(context.Background(), key, [][]byte{data}, nil, nil, noJournal); err != nil || n != len(data) {
+	if n, err := s.Flush(context.Background(), buffer.FlushRequest{Key: key, Data: [][]byte{data}, Summaries: nil, Sums: nil, Journal: noJournal}); err != nil || n != len(data) {
 		t.Fatalf("Flush = %d, %v; want %d, nil", n, err, len(data))
 	}
 }

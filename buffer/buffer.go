@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"ingest/admission"
+	"ingest/internal/disk"
 	"ingest/internal/httperr"
 	"ingest/internal/notify"
 	"ingest/internal/retry"
@@ -24,26 +25,36 @@ import (
 
 // Flusher stores one key's buffered bytes. Each sink (blobs, tables) is one.
 type Flusher interface {
-	// Flush stores data, whole '\n'-terminated records of one key in arrival
-	// order, and returns how many leading bytes are durably stored: all of
-	// them when err is nil. data is one run of bytes in pieces (the key's
-	// chunks, each ending at a record's end, see StreamDef.FlushJoin): the
-	// sink may store them as one write without joining them, and counts
-	// bytes across them. Before any byte reaches storage it may call
-	// journal once with an intent that lets Landed tell, after a crash, what
-	// landed; a sink whose writes are idempotent need not. Flushes of one key
-	// never run concurrently.
-	//
-	// lines[i] is the Summary of data[i]'s lines when its Count is not
-	// zero: the producer summarized every group of that piece (see
-	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
-	// to know what they hold. sums[i], when not 0, is the CRC-32C
-	// (Castagnoli) of data[i], for a sink that checksums what it stores.
-	Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, journal func(intent []byte) error) (int, error)
+	// Flush stores r.Data, whole '\n'-terminated records of key r.Key in
+	// arrival order, and returns how many leading bytes are durably
+	// stored: all of them when err is nil. Flushes of one key never run
+	// concurrently.
+	Flush(ctx context.Context, r FlushRequest) (int, error)
 	// Landed returns how many leading bytes of the flush described by intent
 	// reached storage before a crash, finishing whatever bookkeeping (such as
 	// metadata) the interrupted flush left undone.
 	Landed(ctx context.Context, key string, intent []byte) (int, error)
+}
+
+// FlushRequest is one flush of a key's records.
+type FlushRequest struct {
+	Key string
+	// Data is one run of bytes in pieces (the key's chunks, each ending at
+	// a record's end, see StreamDef.FlushJoin): the sink may store them as
+	// one write without joining them, and counts bytes across them.
+	Data [][]byte
+	// Summaries[i] is the Summary of Data[i]'s lines when its Count is not
+	// zero: the producer summarized every group of that piece (see
+	// Group.Lines). Otherwise the sink reads the piece's lines if it needs
+	// to know what they hold.
+	Summaries []logline.Summary
+	// Sums[i], when not 0, is the CRC-32C (Castagnoli) of Data[i], for a
+	// sink that checksums what it stores.
+	Sums []uint32
+	// Journal, called at most once before any byte reaches storage, writes
+	// an intent that lets Landed tell, after a crash, what landed; a sink
+	// whose writes are idempotent need not call it.
+	Journal func(intent []byte) error
 }
 
 // Errors Add returns.
@@ -60,8 +71,6 @@ var (
 )
 
 const numStripes = 16
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Buffer is the set of per-key buffers between intake and sinks.
 type Buffer struct {
@@ -345,7 +354,7 @@ func (b *Buffer) addToKey(stream Stream, key, data []byte, lines logline.Summary
 	}
 	last.data = append(last.data, data...)
 	if b.streams[stream].Checksums {
-		last.sum = crc32.Update(last.sum, castagnoli, data)
+		last.sum = crc32.Update(last.sum, disk.Castagnoli, data)
 	}
 	last.lastLSN = lsn
 	kb.lastActive = now
@@ -379,11 +388,9 @@ func (s *stream) chunkBuffer(need int, full bool) []byte {
 // growChunk returns buf, copied into a buffer with room for n more bytes
 // (at most a whole chunk: addToKey starts a new chunk rather than pass
 // FlushBytes). A chunk that started small doubles, and takes a whole one
-// (a spare when there is one) once it would be half of one. append's own
-// growth, a quarter at a time past 256 KiB, copied and cleared a key's
-// first 4 MiB chunk about 16 times: 6.6% of the server's CPU over the
-// first 12 s under the load generator (8 services), a quarter of
-// BenchmarkIngestPathServices'.
+// (a spare when there is one) once it would be half of one: append's own
+// growth, a quarter at a time, would copy and clear a key's first chunk
+// many times over (docs/performance.md, "Moved from code comments").
 func (s *stream) growChunk(buf []byte, n int) []byte {
 	size := int(s.FlushBytes)
 	grown := max(2*cap(buf), len(buf)+n)
@@ -395,25 +402,17 @@ func (s *stream) growChunk(buf []byte, n int) []byte {
 
 // spareBytes bounds the flushed chunk buffers a stream keeps for new
 // chunks (at least one, and at least a joined flush's: spareChunks): 8 of
-// the default 4 MiB, 4 of the login stream's 8 MiB. A sync.Pool lost them
-// at every garbage collection, and a fresh buffer's pages fault in as
-// batches are copied into it (in BenchmarkIngestPath, 3,000 requests:
-// 66,000-110,000 page faults with the pool, 51,000-58,000 with spares).
-// A new chunk takes a spare before new memory, so spares are held only
-// while the buffer holds less than it did.
+// the default 4 MiB, 4 of the login stream's 8 MiB. A fresh buffer's pages
+// fault in as batches are copied into it, on the log's writer goroutine;
+// a sync.Pool would lose the spares at every garbage collection. A new
+// chunk takes a spare before new memory, so spares are held only while the
+// buffer holds less than it did.
 const spareBytes = 32 << 20
 
 // spareChunks is how many spares a stream of chunkBytes chunks keeps: at
-// least the join chunks one joined flush gives back at once (16, 64 MiB,
-// for the logs at the default --flush-bytes). Clients refused under a
-// slow sink pause for their Retry-After, flushes join meanwhile, and
-// when the clients come back their batches fill new chunks: with only 8
-// spares, half of a 16-chunk join went to the garbage collector and the
-// new chunks past the 8 came from fresh memory, whose page faults land
-// on the log's writer goroutine (batches are copied into chunks in the
-// records' onDurable callbacks).
-// Under the load generator into Azurite, 6 of 29 runs saw 10,000-25,000
-// faults in 8 s with 8 spares; with 16 or 24, none of 18 passed 3,200.
+// least the chunks one joined flush gives back at once (16, 64 MiB, for
+// the logs at the default --flush-bytes), so that clients coming back
+// after a slow sink fill spares, not fresh memory.
 func spareChunks(chunkBytes int64, join int) int {
 	return int(max(1, spareBytes/chunkBytes, int64(join)))
 }

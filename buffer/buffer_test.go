@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ingest/internal/disk"
 	"ingest/logline"
 	"ingest/storage"
 )
@@ -50,7 +51,8 @@ func newMemSink() *memSink {
 	return &memSink{stored: map[string][]byte{}, lines: map[string][]logline.Summary{}}
 }
 
-func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines []logline.Summary, sums []uint32, journal func([]byte) error) (int, error) {
+func (m *memSink) Flush(ctx context.Context, r FlushRequest) (int, error) {
+	key, pieces, lines, sums, journal := r.Key, r.Data, r.Summaries, r.Sums, r.Journal
 	data := bytes.Join(pieces, nil)
 	m.mu.Lock()
 	m.calls++
@@ -59,7 +61,7 @@ func (m *memSink) Flush(ctx context.Context, key string, pieces [][]byte, lines 
 			continue
 		}
 		m.summed++
-		if s != crc32.Checksum(pieces[i], castagnoli) {
+		if s != crc32.Checksum(pieces[i], disk.Castagnoli) {
 			m.badSums = append(m.badSums, fmt.Sprintf("%s piece %d (%d bytes)", key, i, len(pieces[i])))
 		}
 	}
@@ -534,12 +536,12 @@ func benchAdd(b *testing.B, ack AckMode) {
 
 type discardSink struct{}
 
-func (discardSink) Flush(_ context.Context, _ string, data [][]byte, _ []logline.Summary, _ []uint32, journal func([]byte) error) (int, error) {
+func (discardSink) Flush(_ context.Context, r FlushRequest) (int, error) {
 	n := 0
-	for _, p := range data {
+	for _, p := range r.Data {
 		n += len(p)
 	}
-	return n, journal(nil)
+	return n, r.Journal(nil)
 }
 func (discardSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
@@ -685,6 +687,33 @@ func TestStreamChunkSizes(t *testing.T) {
 	}
 }
 
+// TestChunkBytes: over a grid of settings, a stream's chunk is never
+// smaller than --flush-bytes (a chunk holds any batch the buffer takes),
+// never past a quarter of --buffer-bytes unless --flush-bytes itself is
+// (four keys can always fill), and what the stream asks for when that
+// fits.
+func TestChunkBytes(t *testing.T) {
+	for _, flush := range []int64{64 << 10, 1 << 20, 4 << 20, 64 << 20} {
+		for _, budget := range []int64{4 << 20, 32 << 20, 256 << 20, 4 << 30} {
+			cfg := Config{FlushBytes: flush, BufferBytes: budget}
+			for _, ask := range []int64{0, 1, 1 << 20, 8 << 20, 16 << 20, 1 << 30} {
+				got := chunkBytes(&cfg, ask)
+				fits := ask >= flush && ask <= budget/4
+				switch {
+				case got < flush:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d is below --flush-bytes", flush, budget, ask, got)
+				case got > budget/4 && got > flush:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d is past a quarter of the budget", flush, budget, ask, got)
+				case fits && got != ask:
+					t.Errorf("flush %d, budget %d, ask %d: chunk %d, want what was asked", flush, budget, ask, got)
+				case ask == 0 && got != flush:
+					t.Errorf("flush %d, budget %d: a stream asking nothing got %d, want --flush-bytes", flush, budget, got)
+				}
+			}
+		}
+	}
+}
+
 // sizeSink blocks until release is closed, then records each flush's size
 // and how many pieces it came in.
 type sizeSink struct {
@@ -695,8 +724,9 @@ type sizeSink struct {
 	all     []byte
 }
 
-func (s *sizeSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ []uint32, _ func([]byte) error) (int, error) {
+func (s *sizeSink) Flush(_ context.Context, r FlushRequest) (int, error) {
 	<-s.release
+	pieces := r.Data
 	data := bytes.Join(pieces, nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -823,6 +853,33 @@ func TestChunkGrowsInFewCopies(t *testing.T) {
 	}
 }
 
+// TestSpareChunksHoldAJoinedFlush: an open buffer's streams keep room for
+// every chunk one joined flush gives back (so the chunks that follow come
+// from spares, not fresh memory), for at least one chunk, and for no more
+// than spareBytes or one join's worth, whichever is more.
+func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
+	for _, c := range []struct {
+		flush int64
+		join  int
+	}{{4 << 20, 0}, {4 << 20, 16}, {4 << 20, 4}, {8 << 20, 0}, {64 << 20, 0}, {64 << 20, 2}, {64 << 10, 16}} {
+		cfg := testConfig(AckMemory)
+		defs := streamsOf(newMemSink())
+		defs[0].FlushBytes, defs[0].FlushJoin = c.flush, c.join
+		cfg.BufferBytes = max(cfg.BufferBytes, 4*c.flush)
+		b, err := Open(context.Background(), cfg, t.TempDir(), defs, nil, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := b.streams[0]
+		room := cap(s.spare)
+		if room < 1 || room < c.join || int64(room)*s.FlushBytes > max(spareBytes, int64(c.join)*s.FlushBytes, s.FlushBytes) {
+			t.Errorf("chunks of %d, joins of %d: room for %d spares, want at least max(1, %d) and at most %d bytes of them",
+				s.FlushBytes, c.join, room, c.join, max(spareBytes, int64(c.join)*s.FlushBytes, s.FlushBytes))
+		}
+		b.Close(context.Background())
+	}
+}
+
 // joinSink fails its first flush once release is closed, so that flush's
 // retry leaves the stream's measured rate as the test set it, and stores
 // the others, recording how many pieces each came in.
@@ -833,7 +890,7 @@ type joinSink struct {
 	pieces  []int
 }
 
-func (s *joinSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logline.Summary, _ []uint32, _ func([]byte) error) (int, error) {
+func (s *joinSink) Flush(_ context.Context, r FlushRequest) (int, error) {
 	s.mu.Lock()
 	s.calls++
 	first := s.calls == 1
@@ -844,9 +901,9 @@ func (s *joinSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logli
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pieces = append(s.pieces, len(pieces))
+	s.pieces = append(s.pieces, len(r.Data))
 	n := 0
-	for _, p := range pieces {
+	for _, p := range r.Data {
 		n += len(p)
 	}
 	return n, nil
@@ -854,14 +911,14 @@ func (s *joinSink) Flush(_ context.Context, _ string, pieces [][]byte, _ []logli
 
 func (s *joinSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
 
-// TestSpareChunksHoldAJoinedFlush: once a joined flush is stored, the
-// stream keeps every chunk buffer it gives back for new chunks, so that
+// TestJoinedFlushGivesItsChunksToSpares: once a joined flush is stored,
+// the stream keeps every chunk buffer it gives back for new chunks, so that
 // batches arriving after it fill reused memory rather than fresh pages,
 // even when the join is more chunks than the spares a stream otherwise
 // keeps (the logs stream: 16 chunks of 4 MiB). The test piles up a key's
 // chunks behind a flush held in the sink, lets the buffer drain, and
 // counts the spares.
-func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
+func TestJoinedFlushGivesItsChunksToSpares(t *testing.T) {
 	const chunk, join = 4 << 20, 16
 	sink := &joinSink{release: make(chan struct{})}
 	cfg := testConfig(AckMemory)

@@ -129,7 +129,7 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 		data, lines, sums := after(r, stored)
 		// b.stop ends when Close gives up at its deadline: a flush stuck on
 		// a storage that does not answer is cancelled, not waited for.
-		n, err := s.Flusher.Flush(b.stop, kb.key, data, lines, sums, journal)
+		n, err := s.Flusher.Flush(b.stop, FlushRequest{Key: kb.key, Data: data, Summaries: lines, Sums: sums, Journal: journal})
 		stored += n
 		if err == nil && stored >= r.size {
 			break
@@ -157,17 +157,7 @@ func (b *Buffer) flushKey(s *stream, kb *keyBuf) {
 	b.met.flushes.WithLabelValues(s.Name).Inc()
 	b.met.flushBytes.WithLabelValues(s.Name).Add(float64(r.size))
 	b.met.flushSeconds.WithLabelValues(s.Name).Observe(took.Seconds())
-	if b.wal != nil {
-		// The flush need not wait for this one (after a crash without it,
-		// recovery asks the sink); Close does.
-		done := encodeDone(kb.stream, kb.key, r.upTo)
-		b.doneWG.Go(func() {
-			if b.beforeDone != nil {
-				b.beforeDone()
-			}
-			b.wal.Append(done, nil)
-		})
-	}
+	b.appendDone(kb, r.upTo)
 
 	kb.mu.Lock()
 	kb.flushing = false
@@ -212,6 +202,22 @@ func (b *Buffer) joinBytes(s *stream) int64 {
 	}
 	span := int64(float64(s.rate.Load()) * joinSpan.Seconds())
 	return min(int64(s.FlushJoin)*s.FlushBytes, max(s.FlushBytes, span))
+}
+
+// appendDone marks a flush of kb up to LSN upTo done in the WAL. The flush
+// need not wait for the record (after a crash without it, recovery asks
+// the sink); Close does.
+func (b *Buffer) appendDone(kb *keyBuf, upTo uint64) {
+	if b.wal == nil {
+		return
+	}
+	done := encodeDone(kb.stream, kb.key, upTo)
+	b.doneWG.Go(func() {
+		if b.beforeDone != nil {
+			b.beforeDone()
+		}
+		b.wal.Append(done, nil)
+	})
 }
 
 // noteRate records the rate of a flush of size bytes that took d, stored

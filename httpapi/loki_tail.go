@@ -84,6 +84,7 @@ func (s *Server) lokiTail(ctx *fasthttp.RequestCtx) {
 			code, reason = ws.StatusGoingAway, "shutting down: tail another instance"
 		}
 		wc.close(code, reason)
+		<-wc.gone // the connection goes back to fasthttp: nobody reads it any more
 	})
 }
 
@@ -113,7 +114,7 @@ func (s *Server) lokiTailLive(wc *wsConn, sub liveSub, lq *logql.Query) bool {
 		msg = append(msg[:0], `{"streams":[`...)
 	}
 	for {
-		dropped, open := sub.next(tailHeartbeat, func(e *logline.Event) {
+		dropped, open := sub.next(s.tail.heartbeat, func(e *logline.Event) {
 			if err != nil || !lq.Matches(e.Service, e.Host, levelLabelBytes[e.Level%logline.Level(len(levelLabels))]) || !lq.Keep(e.Message) {
 				return
 			}
@@ -128,7 +129,7 @@ func (s *Server) lokiTailLive(wc *wsConn, sub liveSub, lq *logql.Query) bool {
 		case dropped > 0:
 			b := strconv.AppendInt([]byte(`{"streams":[],"dropped_entries":[{"labels":{},"timestamp":"`), time.Now().UnixNano(), 10)
 			err, last = wc.write(ws.OpText, append(b, `"}]}`...)), time.Now()
-		case open && time.Since(last) >= tailHeartbeat:
+		case open && time.Since(last) >= s.tail.heartbeat:
 			err, last = wc.write(ws.OpPing, nil), time.Now() // a client gone is noticed
 		}
 		if !open {

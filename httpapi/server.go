@@ -249,6 +249,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.queries = newQueryGate(cmp.Or(cfg.MaxConcurrentQueries, DefaultMaxConcurrentQueries))
 	s.panics = newPanicLog(deps.Log, s.met.panics)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
+	s.tail.heartbeat, s.tail.stall, s.tail.peerPoll = tailHeartbeat, tailStall, tailPeerPoll
 	s.tail.max, s.tail.budget.limit = cfg.MaxTailReaders, cfg.TailBudgetBytes
 	if s.tail.max == 0 {
 		s.tail.max = DefaultConfig().MaxTailReaders

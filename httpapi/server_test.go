@@ -22,7 +22,6 @@ import (
 	"ingest/blobsink"
 	"ingest/buffer"
 	"ingest/internal/benchcpu"
-	"ingest/logline"
 	"ingest/tablesink"
 )
 
@@ -53,14 +52,14 @@ type gatedFlusher struct {
 	mu   *sync.Mutex
 }
 
-func (g gatedFlusher) Flush(ctx context.Context, key string, data [][]byte, lines []logline.Summary, sums []uint32, j func([]byte) error) (int, error) {
+func (g gatedFlusher) Flush(ctx context.Context, r buffer.FlushRequest) (int, error) {
 	g.mu.Lock()
 	ch := *g.gate
 	g.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
-	return g.Flusher.Flush(ctx, key, data, lines, sums, j)
+	return g.Flusher.Flush(ctx, r)
 }
 
 func newFixture(t testing.TB, cfg Config, bcfg buffer.Config) *fixture {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"ingest/admission"
 	"ingest/buffer"
 	"ingest/intake/group"
 	"ingest/intake/syslog"
@@ -252,7 +253,7 @@ func (s *Server) recoveredSyslog(p any) {
 type syslogIntake struct {
 	s       *Server
 	p       syslog.Parser
-	st      reqState
+	hold    admission.Hold // the batch's share of --max-inflight-bytes
 	g       *group.Grouper
 	pending []byte // messages not yet grouped, when grouping was refused
 	events  int
@@ -266,8 +267,8 @@ func (s *Server) newSyslogIntake() *syslogIntake {
 func (in *syslogIntake) add(msg []byte) {
 	s := in.s
 	if in.g == nil {
-		in.st.hold.Begin(s.inflight, context.Background(), 0)
-		in.g = s.groups.Get(&in.st.hold)
+		in.hold.Begin(s.inflight, context.Background(), 0)
+		in.g = s.groups.Get(&in.hold)
 	}
 	ev, err := in.p.Parse(msg, time.Now().UnixNano())
 	if err != nil {
@@ -355,6 +356,6 @@ func (in *syslogIntake) release() {
 		in.s.groups.Put(in.g)
 		in.g = nil
 	}
-	in.st.hold.Release()
+	in.hold.Release()
 	in.events = 0
 }

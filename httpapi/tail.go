@@ -156,6 +156,9 @@ type tailHub struct {
 	max     int
 	budget  tailBudget
 	dropped func(n int) // metric hook
+	// The timings, taken from the package's variables when the server
+	// starts, so a test that changes them races with no server of another.
+	heartbeat, stall, peerPoll time.Duration
 }
 
 // active reports whether anyone tails; cheap enough for every request.
@@ -382,7 +385,7 @@ func (s *Server) addTail(r *tailReader) error {
 func (s *Server) streamTail(w *bufio.Writer, r *tailReader, f *tailFilter) {
 	tw := newTailWriter(w, r, &s.tail)
 	defer tw.close()
-	idle := time.NewTimer(tailHeartbeat)
+	idle := time.NewTimer(s.tail.heartbeat)
 	defer idle.Stop()
 	for {
 		var err error
@@ -409,7 +412,7 @@ func (s *Server) streamTail(w *bufio.Writer, r *tailReader, f *tailFilter) {
 		if err != nil {
 			return
 		}
-		idle.Reset(tailHeartbeat)
+		idle.Reset(s.tail.heartbeat)
 	}
 }
 
@@ -506,7 +509,7 @@ func (t *tailWriter) write(p []byte) error {
 // flush sends what is buffered, under the stall watch.
 func (t *tailWriter) flush() error {
 	if t.watch != nil {
-		t.watch.Reset(tailStall)
+		t.watch.Reset(t.hub.stall)
 	}
 	return t.w.Flush()
 }

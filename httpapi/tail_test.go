@@ -92,6 +92,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	var s Server
 	h := &s.tail
 	h.dropped, h.max, h.budget.limit = func(n int) { dropped += n }, 10, 64<<20
+	h.heartbeat, h.stall = tailHeartbeat, tailStall
 	r, other := newTailReader(), newTailReader()
 	r.services, other.services = map[string]bool{"api": true}, map[string]bool{"web": true}
 	h.add(r)

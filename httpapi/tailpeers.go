@@ -86,7 +86,7 @@ func (s *Server) followPeers(ctx context.Context, r *tailReader, query string) {
 			stop()
 		}
 	}()
-	t := time.NewTicker(tailPeerPoll)
+	t := time.NewTicker(s.tail.peerPoll)
 	defer t.Stop()
 	for {
 		want := map[cluster.Member]bool{}
@@ -159,7 +159,7 @@ func (s *Server) streamPeer(ctx context.Context, r *tailReader, p cluster.Member
 	defer cancel()
 	// A stream silent for three heartbeats is dead (a peer that vanished
 	// without closing it); every line, heartbeats included, rearms this.
-	silent := time.AfterFunc(3*tailHeartbeat, cancel)
+	silent := time.AfterFunc(3*s.tail.heartbeat, cancel)
 	defer silent.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/v1/tail?"+query, nil)
 	if err != nil {
@@ -184,7 +184,7 @@ func (s *Server) streamPeer(ctx context.Context, r *tailReader, p cluster.Member
 		if err != nil {
 			return err
 		}
-		silent.Reset(3 * tailHeartbeat)
+		silent.Reset(3 * s.tail.heartbeat)
 		s.met.tailPeerBytes.Add(float64(len(line)))
 		if !ok {
 			s.tail.drop(r, 1)

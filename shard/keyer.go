@@ -62,9 +62,6 @@ func (k *Keyer) Threshold() float64 { return math.Float64frombits(k.threshold.Lo
 // Config returns the Keyer's settings.
 func (k *Keyer) Config() Config { return k.cfg }
 
-// Salted is the number of attempts given a salted PartitionKey so far.
-func (k *Keyer) Salted() uint64 { return k.salted.Load() }
-
 // PartitionKey appends the PartitionKey of one attempt to dst, the hash
 // bucket of its user, and records the attempt in the user's rate. unixNano
 // is the intake (arrival) time: it is the clock of the rate estimate, so

@@ -46,10 +46,10 @@ func feed(k *Keyer, user string, n int, start int64, seconds float64) (keys map[
 	var buf, id []byte
 	for i := range n {
 		id = strconv.AppendInt(id[:0], int64(i), 10)
-		before := k.Salted()
+		before := k.salted.Load()
 		buf = k.PartitionKey(buf[:0], []byte(user), id, start+int64(i)*step)
 		keys[string(buf)]++
-		if k.Salted() > before {
+		if k.salted.Load() > before {
 			salted++
 		}
 	}
@@ -82,8 +82,8 @@ func TestSaltingOnlyForHotUser(t *testing.T) {
 	if len(keys) != 1 || salted != 0 {
 		t.Fatalf("after the attack: %d keys, %d salted", len(keys), salted)
 	}
-	if k.Salted() == 0 {
-		t.Fatal("Salted() = 0")
+	if k.salted.Load() == 0 {
+		t.Fatal("salted() = 0")
 	}
 }
 
@@ -170,8 +170,8 @@ func TestPartitionKeyConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	// 80,000 attempts in 0.5 s: all but the first ~1,000 are salted.
-	if s := k.Salted(); s < 78000 {
-		t.Fatalf("Salted() = %d of 80000", s)
+	if s := k.salted.Load(); s < 78000 {
+		t.Fatalf("salted() = %d of 80000", s)
 	}
 }
 

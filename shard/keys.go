@@ -23,12 +23,12 @@ const UserSep = '~'
 // digit, so [user~, user~:) holds exactly that user's RowKeys.
 const userRangeEnd = ':'
 
-// Ticks converts Unix nanoseconds to .NET ticks.
-func Ticks(unixNano int64) int64 { return unixNano/100 + UnixEpochTicks }
+// ticks converts Unix nanoseconds to .NET ticks.
+func ticks(unixNano int64) int64 { return unixNano/100 + UnixEpochTicks }
 
 // InvertedTicks is math.MaxInt64 minus the ticks of unixNano: larger for
 // older times, so an ascending RowKey scan reads newest first.
-func InvertedTicks(unixNano int64) int64 { return math.MaxInt64 - Ticks(unixNano) }
+func InvertedTicks(unixNano int64) int64 { return math.MaxInt64 - ticks(unixNano) }
 
 // RowKey appends the RowKey of an attempt to dst: the escaped user, UserSep,
 // the inverted ticks zero padded to 19 digits, '_' and the escaped event id.

@@ -66,7 +66,7 @@ func simulate(events, seconds, users int, attackRate float64, cfg Config) simRes
 		naive[h] = n
 		res.NaiveMax = max(res.NaiveMax, n)
 	}
-	res.Salted = k.Salted()
+	res.Salted = k.salted.Load()
 	res.Partitions = len(all)
 	return res
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"ingest/buffer"
-	"ingest/logline"
 )
 
 // The sink is the buffer's flusher of the login stream.
@@ -15,7 +14,8 @@ var _ buffer.Flusher = (*Sink)(nil)
 // end, and returns the bytes of the pieces written when one fails. Its
 // upserts are idempotent, so it journals nothing: after a crash the buffer
 // replays the records and Flush simply writes them again.
-func (s *Sink) Flush(ctx context.Context, key string, data [][]byte, _ []logline.Summary, _ []uint32, _ func(intent []byte) error) (int, error) {
+func (s *Sink) Flush(ctx context.Context, r buffer.FlushRequest) (int, error) {
+	key, data := r.Key, r.Data
 	stored := 0
 	for _, part := range data {
 		if err := s.Write(ctx, key, part); err != nil {

@@ -31,17 +31,16 @@
 // payload and wait; it writes everything queued, calls fdatasync once, then
 // runs each record's onDurable callback in LSN order and wakes the appenders.
 // AppendParts takes a payload in pieces, so a caller need not copy them
-// together: the writer copies each piece once, into its 1 MiB write buffer.
-// (Writing the pieces with writev straight from the callers' memory, no
-// copy at all, cost more system CPU per event on this machine than the
-// copy saved: the kernel reads a small, hot buffer faster.)
+// together: the writer copies each piece once, into its 1 MiB write buffer
+// (writev from the callers' memory measured slower: docs/performance.md).
 //
 // Segments are reused: Truncate renames a segment it no longer needs to a
 // spare (up to Options.SpareSegments; the rest are deleted), and the next
 // rotation renames a spare to the new segment's name and overwrites it.
-// Deleting a 64 MiB file frees its blocks and cached pages (30-40 ms here)
-// and stalled the log's fdatasync meanwhile; overwriting blocks already
-// allocated changes no metadata, so fdatasync writes only the data. A reused segment holds old records past
+// Deleting a 64 MiB file frees its blocks and cached pages and stalls the
+// log's fdatasync meanwhile; overwriting blocks already allocated changes
+// no metadata, so fdatasync writes only the data. A reused segment holds
+// old records past
 // what was written in it: they all carry lower LSNs, so Replay ends the
 // log there as at a torn tail, and a rotation first cuts the segment it
 // leaves to its records. Spares left by a previous process are deleted on
@@ -65,14 +64,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ingest/internal/disk"
 )
 
 const headerLen = 16
 
 // MaxRecordBytes bounds one record; a larger length in a header means damage.
 const MaxRecordBytes = 1 << 30
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Options tune the log.
 type Options struct {
@@ -295,7 +294,7 @@ func replaySegment(seg segment, fn func(uint64, []byte) error, nextLSN *uint64) 
 		if _, err := io.ReadFull(r, payload); err != nil {
 			return off, &tornError{off, "short payload"}
 		}
-		crc := crc32.Update(crc32.Checksum(hdr[8:16], crcTable), crcTable, payload)
+		crc := crc32.Update(crc32.Checksum(hdr[8:16], disk.Castagnoli), disk.Castagnoli, payload)
 		if crc != sum {
 			return off, &tornError{off, "checksum mismatch"}
 		}
@@ -367,7 +366,7 @@ func (l *Log) rotate() error {
 	}
 	// The new name must be durable before records acknowledged in it are:
 	// fdatasync of the file does not write its directory entry.
-	if err := syncDir(l.dir); err != nil {
+	if err := disk.SyncDir(l.dir); err != nil {
 		_ = f.Close()
 		return &diskError{"create a write-ahead log segment", err}
 	}
@@ -497,10 +496,10 @@ func (l *Log) writeGroup(group []*request) error {
 		lsn++
 		binary.LittleEndian.PutUint64(hdr[8:16], r.lsn)
 		size := len(r.payload)
-		crc := crc32.Update(crc32.Checksum(hdr[8:16], crcTable), crcTable, r.payload)
+		crc := crc32.Update(crc32.Checksum(hdr[8:16], disk.Castagnoli), disk.Castagnoli, r.payload)
 		for _, p := range r.parts {
 			size += len(p)
-			crc = crc32.Update(crc, crcTable, p)
+			crc = crc32.Update(crc, disk.Castagnoli, p)
 		}
 		binary.LittleEndian.PutUint32(hdr[0:4], uint32(size))
 		binary.LittleEndian.PutUint32(hdr[4:8], crc)
@@ -606,16 +605,6 @@ func (l *Log) Truncate(keep uint64) (removed int, err error) {
 		l.bytes.Add(-s.size)
 	}
 	return len(drop), err
-}
-
-// syncDir makes the directory's entries durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Segments is the number of segment files.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,4 +113,34 @@ func TestShipperFluentBitSyslog(t *testing.T) {
 		`{"message":"card declined","app":"checkout","host":"fb-1","severity":3}`, 3)
 	evs := s.queryNDJSON("checkout", t0, time.Now().Add(time.Minute), 3)
 	checkFields(t, "fluent-bit syslog", evs[0], map[string]any{"service": "checkout", "level": "error", "host": "fb-1", "message": "card declined"})
+}
+
+// TestShipperLogger sends with util-linux logger, over TCP with octet
+// counting (RFC 5424 with structured data) and over UDP (RFC 3164).
+func TestShipperLogger(t *testing.T) {
+	logger, err := exec.LookPath("logger")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("util-linux logger is not installed (Debian: bsdutils, an essential package): %v", err)
+		}
+		t.Skip("util-linux logger is not installed")
+	}
+	tcpPort, udpPort := freePort(t), freePort(t)
+	s := start(t, t.TempDir(), "--flush-interval", "100ms", "--syslog-tcp", fmt.Sprintf("127.0.0.1:%d", tcpPort), "--syslog-udp", fmt.Sprintf("127.0.0.1:%d", udpPort))
+	t0 := time.Now().Add(-time.Minute)
+	for _, args := range [][]string{
+		{"--tcp", "--octet-count", "--rfc5424", "-P", strconv.Itoa(tcpPort), "-p", "local3.err", "--msgid", "M1", "--sd-id", "order@1", "--sd-param", `id="o-7"`, "-t", "billing", "over tcp"},
+		{"--udp", "--rfc3164", "-P", strconv.Itoa(udpPort), "-p", "user.warning", "-t", "billing", "over udp"},
+	} {
+		if out, err := exec.Command(logger, append([]string{"-n", "127.0.0.1"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("logger %v: %v: %s", args, err, out)
+		}
+	}
+	evs := s.queryNDJSON("billing", t0, time.Now().Add(time.Minute), 2)
+	byMsg := map[string]map[string]any{}
+	for _, e := range evs {
+		byMsg[e["message"].(string)] = e
+	}
+	checkFields(t, "logger tcp", byMsg["over tcp"], map[string]any{"level": "error", "facility": "local3", "msgid": "M1", "order@1.id": "o-7"})
+	checkFields(t, "logger udp", byMsg["over udp"], map[string]any{"level": "warn", "facility": "user"})
 }

@@ -32,8 +32,12 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "syslog-idle-timeout", c.IdleTimeout, "close a syslog TCP connection that sends nothing for this long")
 }
 
-// Validate checks the settings. It changes nothing.
+// Validate checks the settings. It changes nothing. Without a listener
+// the limits are not looked at (a zero Config is valid).
 func (c *Config) Validate() error {
+	if c.TCP == "" && c.UDP == "" && !c.TLS {
+		return nil
+	}
 	for _, a := range []struct{ flag, addr string }{{"--syslog-tcp", c.TCP}, {"--syslog-udp", c.UDP}} {
 		if a.addr == "" {
 			continue

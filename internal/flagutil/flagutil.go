@@ -48,8 +48,8 @@ func ParseBytes(s string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-// FormatBytes prints n with the largest binary unit that divides it.
-func FormatBytes(n int64) string {
+// formatBytes prints n with the largest binary unit that divides it.
+func formatBytes(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		mult   int64
@@ -61,7 +61,7 @@ func FormatBytes(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func (b *Bytes) String() string { return FormatBytes(int64(*b)) }
+func (b *Bytes) String() string { return formatBytes(int64(*b)) }
 func (b *Bytes) Type() string   { return "size" }
 func (b *Bytes) Set(s string) error {
 	n, err := ParseBytes(s)
@@ -81,7 +81,7 @@ func BytesVar(fs *pflag.FlagSet, p *int64, name string, value int64, usage strin
 // intBytes is Bytes for an int setting.
 type intBytes int
 
-func (b *intBytes) String() string { return FormatBytes(int64(*b)) }
+func (b *intBytes) String() string { return formatBytes(int64(*b)) }
 func (b *intBytes) Type() string   { return "size" }
 func (b *intBytes) Set(s string) error {
 	n, err := ParseBytes(s)
