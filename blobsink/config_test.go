@@ -1,6 +1,7 @@
 package blobsink
 
 import (
+	"math"
 	"testing"
 
 	"ingest/internal/configtest"
@@ -22,37 +23,56 @@ func TestConfigValidateOnlyChecks(t *testing.T) {
 	f(Config{MaxBlobBytes: 1 << 20, Compression: "lz4"}, true)
 }
 
-// Azure's limits for append blobs, as documented ("Append Block",
-// x-ms-version 2022-11-02 and later; "Scalability and performance targets
-// for Blob storage"), written here rather than taken from the package so
-// that a wrong constant there fails this test.
+// Azure's documented limits for append blobs, written out here rather
+// than taken from the package so that raising a limit in the code fails
+// the test: a block of at most 100 MiB (Append Block from service version
+// 2022-11-02; the azblob client sends a later one) and at most 50,000
+// committed blocks per blob.
 const (
 	azureMaxAppendBlockBytes = 100 * 1024 * 1024
 	azureMaxBlocksPerBlob    = 50_000
 )
 
-// TestNewSinkKeepsBlocksWithinAzureLimits: whatever the configuration, the
-// sink's blocks and blob lengths stay within Azure's limits.
 func TestNewSinkKeepsBlocksWithinAzureLimits(t *testing.T) {
 	store, err := NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []Config{
-		{MaxBlobBytes: 1 << 20},
-		DefaultConfig(),
-		{MaxBlobBytes: 1 << 20, MaxBlocks: MaxBlocks + 1, ChunkBytes: MaxAppendBytes + 1},
-		{MaxBlobBytes: 1 << 40, MaxBlocks: 1 << 30, ChunkBytes: 1 << 40 >> 8},
-		{MaxBlobBytes: 1, MaxBlocks: -1, ChunkBytes: -1},
-		{MaxBlobBytes: 1 << 20, MaxBlocks: azureMaxBlocksPerBlob, ChunkBytes: azureMaxAppendBlockBytes},
+	for _, c := range []struct {
+		name                  string
+		maxBlocks, chunkBytes int
+	}{
+		{"zero", 0, 0},
+		{"negative", -1, -1},
+		{"smallest", 1, 1},
+		{"small", 3, 500},
+		{"at the limits", azureMaxBlocksPerBlob, azureMaxAppendBlockBytes},
+		{"one past the limits", azureMaxBlocksPerBlob + 1, azureMaxAppendBlockBytes + 1},
+		{"old 4 MiB block, many blocks", 10 * azureMaxBlocksPerBlob, 4 * 1024 * 1024},
+		{"largest", math.MaxInt, math.MaxInt},
+		{"smallest int", math.MinInt, math.MinInt},
 	} {
-		s, err := NewSink(store, c, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.cfg.MaxBlocks <= 0 || s.cfg.MaxBlocks > azureMaxBlocksPerBlob || s.cfg.ChunkBytes <= 0 || s.cfg.ChunkBytes > azureMaxAppendBlockBytes {
-			t.Errorf("NewSink(%+v) kept MaxBlocks %d, ChunkBytes %d: want 1..%d blocks of 1..%d bytes",
-				c, s.cfg.MaxBlocks, s.cfg.ChunkBytes, azureMaxBlocksPerBlob, azureMaxAppendBlockBytes)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			for _, maxBlob := range []int64{1, 1 << 20, math.MaxInt64} {
+				s, err := NewSink(store, Config{MaxBlobBytes: maxBlob, MaxBlocks: c.maxBlocks, ChunkBytes: c.chunkBytes}, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := s.cfg
+				if got.MaxBlocks < 1 || got.MaxBlocks > azureMaxBlocksPerBlob {
+					t.Errorf("--blob-max-bytes %d, MaxBlocks %d: the sink closes a blob after %d blocks, want 1..%d", maxBlob, c.maxBlocks, got.MaxBlocks, azureMaxBlocksPerBlob)
+				}
+				if got.ChunkBytes < 1 || got.ChunkBytes > azureMaxAppendBlockBytes {
+					t.Errorf("--blob-max-bytes %d, ChunkBytes %d: the sink appends blocks of up to %d bytes, want 1..%d", maxBlob, c.chunkBytes, got.ChunkBytes, azureMaxAppendBlockBytes)
+				}
+				// A setting within the limits is the caller's to keep.
+				if c.maxBlocks >= 1 && c.maxBlocks <= azureMaxBlocksPerBlob && got.MaxBlocks != c.maxBlocks {
+					t.Errorf("MaxBlocks %d became %d", c.maxBlocks, got.MaxBlocks)
+				}
+				if c.chunkBytes >= 1 && c.chunkBytes <= azureMaxAppendBlockBytes && got.ChunkBytes != c.chunkBytes {
+					t.Errorf("ChunkBytes %d became %d", c.chunkBytes, got.ChunkBytes)
+				}
+			}
+		})
 	}
 }

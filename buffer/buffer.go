@@ -108,8 +108,25 @@ type Buffer struct {
 	// doneWG counts the done records being appended to the WAL, which
 	// Close waits for: a log closed without them leaves the next start
 	// asking the sink what the last flushes stored.
-	doneWG  sync.WaitGroup
-	records sync.Pool // *batchRecord: a batch's WAL record in pieces
+	doneWG doneGroup
+	// beforeDone, when set (tests), runs where a done record is about to
+	// be appended, so a test can hold it back until Close waits for it.
+	beforeDone func()
+	records    sync.Pool // *batchRecord: a batch's WAL record in pieces
+}
+
+// doneGroup is the WaitGroup of the done records; onWait, when set
+// (tests), runs as Close starts waiting for them.
+type doneGroup struct {
+	sync.WaitGroup
+	onWait func()
+}
+
+func (g *doneGroup) Wait() {
+	if g.onWait != nil {
+		g.onWait()
+	}
+	g.WaitGroup.Wait()
 }
 
 // stripe is one of the numStripes locks over the keys, so inserts of

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"ingest/internal/disk"
 	"ingest/logline"
+	"ingest/storage"
 )
 
 // memSink is a Flusher that keeps what it stores in memory, so tests can
@@ -370,23 +372,29 @@ func TestFlushCarriesLineSummaries(t *testing.T) {
 
 // A graceful Close waits for the WAL records that mark its flushes done,
 // so the next start has no unfinished flush to ask the sink about (on
-// Azure, a request per key).
+// Azure, a request per key). Every done record is held back until Close
+// waits for the records, or has returned without waiting: the order in
+// which a Close that does not wait loses them.
 func TestCloseLeavesNoFlushToResolve(t *testing.T) {
-	// Every done record is held back until Close has begun: a Close that
-	// did not wait for them would close the log first, every time.
-	closing := make(chan struct{})
-	doneRecordDelay = func() { <-closing; time.Sleep(20 * time.Millisecond) }
-	defer func() { doneRecordDelay = nil }()
 	dir := t.TempDir()
 	cfg := testConfig(AckWAL)
 	sink := newMemSink()
 	b := openBuffer(t, cfg, dir, sink)
+	waiting, closed := make(chan struct{}), make(chan struct{})
+	b.doneWG.onWait = func() { close(waiting) }
+	b.beforeDone = func() {
+		select {
+		case <-waiting:
+		case <-closed:
+		}
+	}
 	const keys = 8
 	for i := range keys {
 		addLines(t, b, fmt.Sprintf("k%d", i), 0, 10)
 	}
-	close(closing)
-	if err := b.Close(context.Background()); err != nil {
+	err := b.Close(context.Background())
+	close(closed)
+	if err != nil {
 		t.Fatal(err)
 	}
 	b = openBuffer(t, cfg, dir, sink)
@@ -614,6 +622,71 @@ func TestStreamFlushBytesSetsItsChunks(t *testing.T) {
 
 }
 
+// TestStreamChunkSizes: a stream's flushes are chunks of --flush-bytes
+// when it asks for no size of its own, of its own size otherwise, never
+// smaller than --flush-bytes (so a stream cannot make the sink's requests
+// smaller than the operator set), and never more than a quarter of
+// --buffer-bytes, so that one key's backlog is flushed while it leaves
+// room for the others. Each case sends one key's lines through the buffer
+// and reads the chunk sizes off the flushes.
+func TestStreamChunkSizes(t *testing.T) {
+	const flushBytes, bufferBytes = 4 << 10, 64 << 10
+	for _, c := range []struct {
+		name        string
+		buffer      int64 // --buffer-bytes
+		ask         int64 // the stream's FlushBytes
+		least, most int   // a full chunk's size
+	}{
+		{"not set", bufferBytes, 0, flushBytes, flushBytes},
+		{"its own size", bufferBytes, 8 << 10, 8 << 10, 8 << 10},
+		{"smaller than --flush-bytes", bufferBytes, 1 << 10, flushBytes, bufferBytes / 4},
+		{"larger than the buffer", bufferBytes, 1 << 20, bufferBytes / 4, bufferBytes / 4},
+		{"the largest size", bufferBytes, math.MaxInt64, bufferBytes / 4, bufferBytes / 4},
+		{"a buffer of two chunks", 2 * flushBytes, 1 << 20, flushBytes, flushBytes},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &sizeSink{release: make(chan struct{})}
+			close(sink.release)
+			cfg := testConfig(AckMemory)
+			cfg.FlushInterval, cfg.FlushBytes, cfg.BufferBytes, cfg.BudgetWait = time.Hour, flushBytes, c.buffer, 5*time.Second
+			streams := streamsOf(sink)
+			streams[0].FlushBytes = c.ask
+			b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const lines, perBatch = 20000, 10
+			largestBatch := len(wantLines("k", lines-perBatch, lines))
+			for i := 0; i < lines; i += perBatch {
+				var batch Batch
+				g := batch.Group(0, []byte("k"))
+				g.Data = fmt.Appendf(g.Data, "%s", wantLines("k", i, i+perBatch))
+				if err := b.Add(context.Background(), &batch); err != nil {
+					t.Fatalf("cannot add line %d of one key with --buffer-bytes %d: %v (its backlog was not flushed)", i, c.buffer, err)
+				}
+			}
+			if err := b.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if string(sink.all) != wantLines("k", 0, lines) {
+				t.Fatal("the flushes did not store every line in order")
+			}
+			// Every flush but the last (Close's) is a full chunk: the interval
+			// is an hour, so only size made a key due.
+			if len(sink.sizes) < 4 {
+				t.Fatalf("flush sizes %v: want the key flushed chunk by chunk", sink.sizes)
+			}
+			for _, n := range sink.sizes[:len(sink.sizes)-1] {
+				if n > c.most || n <= c.least-largestBatch {
+					t.Fatalf("flushes of %v bytes with --flush-bytes %d, --buffer-bytes %d and a stream asking for %d: want chunks of %d..%d bytes", sink.sizes, flushBytes, c.buffer, c.ask, c.least, c.most)
+				}
+			}
+		})
+	}
+}
+
 // TestChunkBytes: over a grid of settings, a stream's chunk is never
 // smaller than --flush-bytes (a chunk holds any batch the buffer takes),
 // never past a quarter of --buffer-bytes unless --flush-bytes itself is
@@ -807,6 +880,87 @@ func TestSpareChunksHoldAJoinedFlush(t *testing.T) {
 	}
 }
 
+// joinSink fails its first flush once release is closed, so that flush's
+// retry leaves the stream's measured rate as the test set it, and stores
+// the others, recording how many pieces each came in.
+type joinSink struct {
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+	pieces  []int
+}
+
+func (s *joinSink) Flush(_ context.Context, r FlushRequest) (int, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	s.mu.Unlock()
+	if first {
+		<-s.release
+		return 0, errors.New("the first flush fails once")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pieces = append(s.pieces, len(r.Data))
+	n := 0
+	for _, p := range r.Data {
+		n += len(p)
+	}
+	return n, nil
+}
+
+func (s *joinSink) Landed(context.Context, string, []byte) (int, error) { return 0, nil }
+
+// TestJoinedFlushGivesItsChunksToSpares: once a joined flush is stored,
+// the stream keeps every chunk buffer it gives back for new chunks, so that
+// batches arriving after it fill reused memory rather than fresh pages,
+// even when the join is more chunks than the spares a stream otherwise
+// keeps (the logs stream: 16 chunks of 4 MiB). The test piles up a key's
+// chunks behind a flush held in the sink, lets the buffer drain, and
+// counts the spares.
+func TestJoinedFlushGivesItsChunksToSpares(t *testing.T) {
+	const chunk, join = 4 << 20, 16
+	sink := &joinSink{release: make(chan struct{})}
+	cfg := testConfig(AckMemory)
+	cfg.FlushInterval, cfg.FlushBytes, cfg.BufferBytes = time.Hour, chunk, 256<<20
+	cfg.RetryMin, cfg.RetryMax = time.Millisecond, time.Millisecond
+	streams := streamsOf(sink)
+	streams[0].FlushJoin = join
+	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	line := append(bytes.Repeat([]byte("x"), 1023), '\n')
+	for range (join + 1) * 4 { // join+1 chunks of 4 batches of 1 MiB
+		var batch Batch
+		g := batch.Group(0, []byte("k"))
+		g.Data = bytes.Repeat(line, 1<<10)
+		if err := b.Add(context.Background(), &batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first chunk's flush is held in the sink; the buffer now drains
+	// on a link fast enough for a whole join.
+	s := b.streams[0]
+	s.rate.Store(1 << 40)
+	b.lastAdd.Store(time.Now().Add(-time.Hour).UnixNano())
+	close(sink.release)
+	for deadline := time.Now().Add(30 * time.Second); b.Used() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still buffered after 30 s", b.Used())
+		}
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if !slices.Equal(sink.pieces, []int{1, join}) {
+		t.Fatalf("flushes of %v chunks, want the first chunk's retry and then the other %d joined", sink.pieces, join)
+	}
+	if n := len(s.spare); n < join {
+		t.Fatalf("after a flush of %d chunks of %d bytes, the stream kept %d of their buffers as spares, want all", join, chunk, n)
+	}
+}
+
 // TestFlushJoinTakesWaitingChunks: with FlushJoin, a flush that starts
 // with several chunks waiting takes up to FlushJoin x FlushBytes of them,
 // as separate pieces; without it every flush is one chunk.
@@ -969,40 +1123,46 @@ func TestAfterDropsLeadingBytes(t *testing.T) {
 	}
 }
 
-// TestJoinBytes: a joined flush gives its memory back in one step, so
-// while batches keep coming a flush takes one chunk; once none has come
-// for joinIdle (draining), it takes what the stream's last measured flush
-// stored in joinSpan, between one chunk and FlushJoin of them, and one
-// chunk before any flush was measured (a slow link's first flush).
+// TestJoinBytes: what a flush takes is at least one chunk and at most
+// FlushJoin of them; one chunk while batches keep coming (a joined flush
+// holds memory that waiting requests need) or while no flush was
+// measured; a join of all FlushJoin chunks while draining on a link
+// that stores them in a second; and never more than a flush at the stream's last measured rate
+// stores in half of a storage request's default timeout
+// (--storage-try-timeout), so that a join on a slow link is not abandoned
+// and retried whole.
 func TestJoinBytes(t *testing.T) {
 	cfg := testConfig(AckMemory)
-	streams := streamsOf(newMemSink())
-	streams[0].FlushJoin = 4
-	b, err := Open(context.Background(), cfg, t.TempDir(), streams, nil, quiet)
+	b, err := Open(context.Background(), cfg, t.TempDir(), streamsOf(newMemSink()), nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close(context.Background())
 	s := b.streams[0]
-	one := s.FlushBytes
-	perSpan := func(bytes int64) int64 { return int64(float64(bytes) / joinSpan.Seconds()) } // the rate that stores bytes in joinSpan
-	for _, tc := range []struct {
-		name       string
-		sinceBatch time.Duration
-		rate       int64 // bytes/s of the last measured flush
-		want       int64
-	}{
-		{"draining, no flush measured", time.Hour, 0, one},
-		{"draining, fast flushes", time.Hour, perSpan(100 * one), 4 * one},
-		{"draining, flushes storing 2.5 chunks per span", time.Hour, perSpan(5 * one / 2), 5 * one / 2},
-		{"draining, flushes slower than a chunk per span", time.Hour, perSpan(one / 3), one},
-		{"batches arriving, fast flushes", 0, perSpan(100 * one), one},
-		{"just past joinIdle", joinIdle, perSpan(100 * one), 4 * one},
-	} {
-		b.lastAdd.Store(time.Now().Add(-tc.sinceBatch).UnixNano())
-		s.rate.Store(tc.rate)
-		if got := b.joinBytes(s); got < tc.want-1 || got > tc.want+1 { // the rate's rounding
-			t.Errorf("%s: joinBytes = %d, want %d", tc.name, got, tc.want)
+	chunk := s.FlushBytes
+	timeout := storage.DefaultConfig().TryTimeout
+	for _, join := range []int{0, 1, 4, 16, 1 << 20} {
+		chunks := int64(max(1, join))
+		for _, rate := range []int64{0, 1, chunk / 60, chunk / 7, chunk, 3 * chunk, 100 * chunk, 1 << 50} {
+			for _, idle := range []time.Duration{0, 10 * time.Millisecond, time.Minute, 1000 * time.Hour} {
+				s.FlushJoin = join
+				s.rate.Store(rate)
+				b.lastAdd.Store(time.Now().Add(-idle).UnixNano())
+				got := b.joinBytes(s)
+				where := fmt.Sprintf("FlushJoin %d, last flush at %d bytes/s, %v since the last batch: a flush takes %d bytes (%d-byte chunks)", join, rate, idle, got, chunk)
+				switch {
+				case got < chunk:
+					t.Errorf("%s, want at least one chunk", where)
+				case got > chunks*chunk:
+					t.Errorf("%s, want at most %d chunks", where, chunks)
+				case got > chunk && (idle < 100*time.Millisecond || rate == 0):
+					t.Errorf("%s, want one chunk while batches come or before a flush was measured", where)
+				case got > chunk && float64(got)/float64(rate) > timeout.Seconds()/2:
+					t.Errorf("%s, a join that takes over half of %v at that rate", where, timeout)
+				case idle >= time.Minute && chunks*chunk <= rate && got != chunks*chunk:
+					t.Errorf("%s, want all %d chunks joined while draining on a link that stores them in a second", where, chunks)
+				}
+			}
 		}
 	}
 }

@@ -6,10 +6,6 @@ import (
 	"ingest/logline"
 )
 
-// doneRecordDelay, when set (by tests), runs before a flush's done record
-// is appended: it holds the record back, as a slow sync would.
-var doneRecordDelay func()
-
 // evictAfter is how long an empty key buffer is kept before it is dropped.
 const evictAfter = 2 * time.Minute
 
@@ -217,8 +213,8 @@ func (b *Buffer) appendDone(kb *keyBuf, upTo uint64) {
 	}
 	done := encodeDone(kb.stream, kb.key, upTo)
 	b.doneWG.Go(func() {
-		if doneRecordDelay != nil {
-			doneRecordDelay()
+		if b.beforeDone != nil {
+			b.beforeDone()
 		}
 		b.wal.Append(done, nil)
 	})
