@@ -40,6 +40,8 @@ type options struct {
 	duration                                    time.Duration
 	stalled, loris, lorisIPs, floods, floodRate int
 	batch                                       int
+	maxRequestCPU                               time.Duration
+	tailReaders                                 int
 }
 
 // section is one named part of the run: it returns false when it failed.
@@ -48,12 +50,15 @@ type section struct {
 	run        func(r *runner) bool
 }
 
-// sections is every section, in run order: the connection abuse, then one
-// per memory attack.
+// sections is every section, in run order: the connection abuse, one per
+// memory attack, then the attacks judged one by one (replay.go).
 func sections() []section {
 	all := []section{{"connections", "stalled uploads, slowloris and header floods while a normal client posts", runConnections}}
 	for _, a := range memoryAttacks {
 		all = append(all, section{a.name, a.what, func(r *runner) bool { return r.runMemory(a) }})
+	}
+	for _, rp := range replays {
+		all = append(all, section{rp.name, rp.what, func(r *runner) bool { return r.runReplay(rp) }})
 	}
 	return all
 }
@@ -74,6 +79,8 @@ func parseOptions() options {
 	pflag.IntVar(&o.floods, "floods", 8, "connections flooding headers, each reconnecting when refused")
 	pflag.IntVar(&o.floodRate, "flood-rate", 500, "header floods per second, all flooding connections together (0: as fast as they go)")
 	pflag.IntVar(&o.batch, "batch", 10, "events per normal request")
+	pflag.DurationVar(&o.maxRequestCPU, "max-request-cpu", 2*time.Second, "CPU time a server may spend on one far-range query of the crashes section before it fails")
+	pflag.IntVar(&o.tailReaders, "tail-readers", 100, "tail readers that never read, in the tail-readers section (--duration long)")
 	pflag.Parse()
 	for _, n := range o.sections {
 		if !slices.Contains(names, n) {
@@ -115,16 +122,26 @@ type runner struct {
 	bin     string
 	dir     string
 	servers int
+	// report, when set, takes the verdicts of the replayed attacks instead
+	// of standard output.
+	report func(verdict)
 }
 
 // serve starts a fresh server with its default limits and its data in a
-// directory of its own.
+// directory of its own, its standard error copied to this command's.
 func (r *runner) serve(args ...string) *ingestexec.Process {
-	r.servers++
-	data := filepath.Join(r.dir, fmt.Sprintf("data-%d", r.servers))
-	p, err := ingestexec.Serve(r.bin, 0, os.Stderr, append([]string{"--data-dir", data, "--log-level", "error"}, args...)...)
+	p, err := r.start(os.Stderr, args...)
 	check(err)
 	return p
+}
+
+// start is serve returning the error (a build that does not know a flag,
+// or refuses its configuration) instead of ending the command, and copying
+// the server's standard error to tee only when it is not nil.
+func (r *runner) start(tee *os.File, args ...string) (*ingestexec.Process, error) {
+	r.servers++
+	data := filepath.Join(r.dir, fmt.Sprintf("data-%d", r.servers))
+	return ingestexec.Serve(r.bin, 0, tee, append([]string{"--data-dir", data, "--log-level", "error"}, args...)...)
 }
 
 // peakRSS is the server's VmHWM, the resident set's high-water mark.

@@ -43,6 +43,7 @@ type memoryAttack struct {
 
 // attackRequest is one request of an attack.
 type attackRequest struct {
+	method string // "" is POST
 	path   string
 	header map[string]string
 	body   []byte
@@ -229,22 +230,7 @@ func runAttack(bin, dataDir string, a memoryAttack, reqs []attackRequest, n int)
 	}
 	// The peak is read as the attack goes too: a server that dies of it
 	// leaves its last reading.
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		for {
-			if v, ok := p.Status("VmHWM"); ok {
-				mu.Lock()
-				res.peak = max(res.peak, v)
-				mu.Unlock()
-			}
-			select {
-			case <-p.Exited():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	peak := watchPeak(p)
 	start := time.Now()
 	for _, reqs := range clients {
 		wg.Add(1)
@@ -265,41 +251,76 @@ func runAttack(bin, dataDir string, a memoryAttack, reqs []attackRequest, n int)
 	select {
 	case <-p.Exited():
 		res.err = fmt.Errorf("the server died: %s", p.Cmd.ProcessState)
-		<-watching
+		res.peak = peak()
 		return res, nil
 	default:
 	}
 	if a.check == nil {
 		p.Kill() // nothing to read back: no need to wait for the flushes
-		<-watching
+		res.peak = peak()
 		return res, nil
 	}
 	if _, err := p.Stop(3 * time.Minute); err != nil {
 		return res, err
 	}
-	<-watching
-	if a.check != nil {
-		res.err = a.check(dataDir)
-	}
+	res.peak = peak()
+	res.err = a.check(dataDir)
 	return res, nil
 }
 
-// send posts one request and returns its status, or the error.
+// send sends one request and returns its status, or the error.
 func send(client *http.Client, base string, rq attackRequest) string {
-	req, err := http.NewRequest("POST", base+rq.path, bytes.NewReader(rq.body))
+	status, _, err := exchange(client, base, rq)
 	if err != nil {
 		return shortError(err)
 	}
+	return fmt.Sprint(status)
+}
+
+// exchange sends one request (a POST unless rq.method says otherwise; a
+// "Host" header sets the request's Host), reads the whole answer and
+// returns its status and its first bytes.
+func exchange(client *http.Client, base string, rq attackRequest) (status int, head string, err error) {
+	method := rq.method
+	if method == "" {
+		method = "POST"
+	}
+	var body io.Reader
+	if rq.body != nil {
+		body = bytes.NewReader(rq.body)
+	}
+	req, err := http.NewRequest(method, base+rq.path, body)
+	if err != nil {
+		return 0, "", err
+	}
 	for k, v := range rq.header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return shortError(err)
+		return 0, "", err
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return fmt.Sprint(resp.StatusCode)
+	defer resp.Body.Close()
+	var first bytes.Buffer
+	_, err = io.Copy(io.Discard, io.TeeReader(resp.Body, &limitedWriter{&first, 160}))
+	return resp.StatusCode, first.String(), err
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if room := w.n - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // runMemory is a's section: one client, then 24 at once, each against a
