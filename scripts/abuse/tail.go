@@ -26,27 +26,44 @@ func runTailReaders(r *runner) {
 	defer p.Kill()
 	peak := watchPeak(p)
 	addr := strings.TrimPrefix(p.URL, "http://")
-	tails := map[string]int{}
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
 	}()
+	// The status lines are read while the writers post: a build may send
+	// a tail's headers only with its first event.
+	tails := map[string]int{}
+	var mu sync.Mutex
+	var reading sync.WaitGroup
+	deadline := time.Now().Add(r.o.duration + 10*time.Second)
 	for i := range r.o.tailReaders {
 		service := "tailx"
 		if i%2 == 1 {
 			service = "*"
 		}
-		c, status := openStalledTail(addr, service)
-		if c != nil {
-			conns = append(conns, c)
+		c, err := openStalledTail(addr, service)
+		if err != nil {
+			mu.Lock()
+			tails[shortError(err)]++
+			mu.Unlock()
+			continue
 		}
-		tails[status]++
+		conns = append(conns, c)
+		reading.Add(1)
+		go func() {
+			defer reading.Done()
+			status := statusLine(c, deadline)
+			mu.Lock()
+			tails[status]++
+			mu.Unlock()
+		}()
 	}
 	cpu0, _ := ingestexec.CPUSeconds(p.Cmd.Process.Pid)
 	writes := postFor(p.URL, 2, r.o.duration)
 	cpu1, _ := ingestexec.CPUSeconds(p.Cmd.Process.Pid)
+	reading.Wait()
 	up, health := healthy(p)
 	top := peak()
 	sent := fmt.Sprintf("%d tails (service tailx and *) that never read, 2 writers posting tailx for %s", r.o.tailReaders, r.o.duration)
@@ -56,27 +73,32 @@ func runTailReaders(r *runner) {
 }
 
 // openStalledTail opens GET /v1/tail?service=service with a 4 KiB receive
-// buffer, reads the status line and returns the connection, never read
-// again, and the status (or the error).
-func openStalledTail(addr, service string) (net.Conn, string) {
+// buffer.
+func openStalledTail(addr, service string) (net.Conn, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		return nil, shortError(err)
+		return nil, err
 	}
 	c.(*net.TCPConn).SetReadBuffer(4 << 10)
-	fmt.Fprintf(c, "GET /v1/tail?service=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", service)
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET /v1/tail?service=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", service); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// statusLine reads the status of c's answer, and no more than a few bytes
+// past it, by deadline; it returns the status, or the error.
+func statusLine(c net.Conn, deadline time.Time) string {
+	c.SetReadDeadline(deadline)
 	line, err := bufio.NewReaderSize(c, 16).ReadString('\n')
 	if err != nil {
-		c.Close()
-		return nil, shortError(err)
+		return shortError(err)
 	}
-	f := strings.Fields(line)
-	if len(f) < 2 {
-		c.Close()
-		return nil, strings.TrimSpace(line)
+	if f := strings.Fields(line); len(f) >= 2 {
+		return f[1]
 	}
-	return c, f[1]
+	return strings.TrimSpace(line)
 }
 
 // postFor has n writers post batches of 100 events of service tailx, 300
