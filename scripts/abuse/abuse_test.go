@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"ingest/internal/ingestexec"
 )
@@ -47,5 +48,40 @@ func TestMemoryAttacks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReplays runs the quick replay sections (crashes, tokens, defaults)
+// against the real binary and fails on every attack it does not withstand;
+// tail-readers takes --duration and stays out of the suite.
+// INGEST_TEST_ABUSE_BINARY runs another build instead.
+func TestReplays(t *testing.T) {
+	bin := os.Getenv("INGEST_TEST_ABUSE_BINARY")
+	if bin == "" {
+		var err error
+		if bin, err = ingestexec.Build(t.TempDir(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rp := range replays {
+		if rp.name == "tail-readers" {
+			continue
+		}
+		t.Run(rp.name, func(t *testing.T) {
+			verdicts := 0
+			r := &runner{o: options{maxRequestCPU: 2 * time.Second, maxRSS: maxPeakRSS}, bin: bin, dir: t.TempDir(),
+				report: func(v verdict) {
+					verdicts++
+					if v.ok {
+						t.Log(v)
+					} else {
+						t.Error(v)
+					}
+				}}
+			ok := r.runReplay(rp)
+			if verdicts == 0 || !ok && !t.Failed() {
+				t.Errorf("%s: %d verdicts, passed %v", rp.name, verdicts, ok)
+			}
+		})
 	}
 }

@@ -113,9 +113,10 @@ func firstLines(s string, n int) string {
 	return strings.Join(out, " | ")
 }
 
-// oneLine is s on one line, cut to 200 bytes.
+// oneLine is s on one line (NULs, which separate the words of a command
+// line, as spaces), cut to 200 bytes.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\x00", " ")), " ")
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}
