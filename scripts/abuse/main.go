@@ -13,10 +13,13 @@
 //	             otlp, otlp-json, zstd-bombs, services, hostile): small
 //	             requests that cost the server far more than they weigh, sent
 //	             once, then by 24 clients at once, each against a fresh server.
+//	(replays)    crashes, tokens, defaults, tail-readers (replay.go): the
+//	             attacks the suite tests inside the process, against the
+//	             binary, one PASS/FAIL line per attack.
 //
 // --sections picks some, comma separated (default: all). It exits 1 when a
-// section fails: the normal client got anything but 202, or a server's peak
-// RSS passed --max-rss.
+// section fails: the normal client got anything but 202, a server's peak
+// RSS passed --max-rss, or a replayed attack failed.
 package main
 
 import (
