@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		eventsAccepted: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_accepted_total", Help: "Events accepted (log events and login attempts)."}),
 		eventsRejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_events_rejected_total", Help: "Lines rejected as invalid."}),
 		protocolEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_protocol_events_total",
-			Help: "Events of the shippers' protocols (es: Elasticsearch bulk, loki: Loki push), by result: accepted (also in ingest_events_accepted_total) or rejected."}, []string{"protocol", "result"}),
+			Help: "Events of the shippers' protocols (es: Elasticsearch bulk, loki: Loki push, syslog), by result: accepted (also in ingest_events_accepted_total) or rejected."}, []string{"protocol", "result"}),
 		bytesIn:      prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_http_body_bytes_total", Help: "Request body bytes received, as sent (compressed or not)."}),
 		inflightFull: prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_inflight_full_total", Help: "Requests refused because --max-inflight-bytes was used up."}),
 		ackTimeouts:  prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_ack_timeouts_total", Help: "Requests under --ack flush answered 202 with stored:false (in the WAL, not yet in storage) when --ack-timeout passed."}),

@@ -250,13 +250,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.panics = newPanicLog(deps.Log, s.met.panics)
 	s.tail.dropped = func(n int) { s.met.tailDropped.Add(float64(n)) }
 	s.tail.heartbeat, s.tail.stall, s.tail.peerPoll = tailHeartbeat, tailStall, tailPeerPoll
-	s.tail.max, s.tail.budget.limit = cfg.MaxTailReaders, cfg.TailBudgetBytes
-	if s.tail.max == 0 {
-		s.tail.max = DefaultConfig().MaxTailReaders
-	}
-	if s.tail.budget.limit == 0 {
-		s.tail.budget.limit = DefaultConfig().TailBudgetBytes
-	}
+	s.tail.max = cmp.Or(cfg.MaxTailReaders, DefaultConfig().MaxTailReaders)
+	s.tail.budget = admission.New(cmp.Or(cfg.TailBudgetBytes, DefaultConfig().TailBudgetBytes), "live tails", "--tail-budget-bytes")
 	s.peerClient = newPeerClient(cfg)
 	s.metricsH = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
 	s.routes = s.newRoutes()

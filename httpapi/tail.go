@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"ingest/admission"
 	"ingest/buffer"
 	"ingest/internal/httperr"
 	"ingest/logline"
@@ -69,28 +70,6 @@ var (
 	errTailFull   = errors.New("too many tail readers")
 )
 
-// tailBudget counts what every tail holds against --tail-budget-bytes.
-// Unlike the request budgets it never lets a reservation past its limit:
-// a tail that does not fit loses events (or is refused), it never waits.
-type tailBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-func (b *tailBudget) take(n int64) bool {
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
-	}
-}
-
-func (b *tailBudget) give(n int64) { b.used.Add(-n) }
-
 // tailChunk is lines for a reader: a group of stored lines shared read-only
 // by every reader it went to (refs counts them; the budget is charged once),
 // or NDJSON lines from a peer's stream (written set: written as they are,
@@ -99,7 +78,7 @@ type tailChunk struct {
 	data    []byte
 	events  int
 	refs    atomic.Int32
-	budget  *tailBudget
+	budget  *admission.Budget
 	written chan struct{} // peer chunks: signalled once written
 }
 
@@ -110,7 +89,7 @@ func (c *tailChunk) finish() {
 		return
 	}
 	if c.refs.Add(-1) == 0 {
-		c.budget.give(int64(len(c.data)))
+		c.budget.Release(int64(len(c.data)))
 	}
 }
 
@@ -154,7 +133,10 @@ type tailHub struct {
 	readers map[*tailReader]struct{}
 	closed  bool
 	max     int
-	budget  tailBudget
+	// budget counts what every tail holds against --tail-budget-bytes; it
+	// is only tried, never waited on: a tail that does not fit loses
+	// events (or is refused).
+	budget  *admission.Budget
 	dropped func(n int) // metric hook
 	// The timings, taken from the package's variables when the server
 	// starts, so a test that changes them races with no server of another.
@@ -172,7 +154,7 @@ func (h *tailHub) add(r *tailReader) error {
 	if h.closed {
 		return errTailClosed
 	}
-	if len(h.readers) >= h.max || !h.budget.take(tailReaderBytes) {
+	if len(h.readers) >= h.max || !h.budget.TryAcquire(tailReaderBytes) {
 		return errTailFull
 	}
 	if h.readers == nil {
@@ -190,7 +172,7 @@ func (h *tailHub) remove(r *tailReader) {
 	if _, ok := h.readers[r]; ok {
 		delete(h.readers, r)
 		close(r.done)
-		h.budget.give(tailReaderBytes)
+		h.budget.Release(tailReaderBytes)
 	}
 	h.n.Store(int32(len(h.readers)))
 }
@@ -203,7 +185,7 @@ func (h *tailHub) close() {
 	for r := range h.readers {
 		delete(h.readers, r)
 		close(r.done)
-		h.budget.give(tailReaderBytes)
+		h.budget.Release(tailReaderBytes)
 	}
 	h.n.Store(0)
 }
@@ -232,8 +214,8 @@ func (h *tailHub) publish(b *buffer.Batch) {
 				continue
 			}
 			if c == nil && !spent {
-				if spent = !h.budget.take(size); !spent {
-					c = &tailChunk{data: bytes.Clone(g.Data), events: g.Events, budget: &h.budget}
+				if spent = !h.budget.TryAcquire(size); !spent {
+					c = &tailChunk{data: bytes.Clone(g.Data), events: g.Events, budget: h.budget}
 					c.refs.Store(1) // publish's own, given up below
 				}
 			}
@@ -471,7 +453,7 @@ func (t *tailWriter) reserve(n int) bool {
 		return true
 	}
 	grow := int64(n - cap(t.scratch))
-	if !t.hub.budget.take(grow) {
+	if !t.hub.budget.TryAcquire(grow) {
 		return false
 	}
 	t.held += grow
@@ -482,7 +464,7 @@ func (t *tailWriter) reserve(n int) bool {
 // shrink gives back a scratch grown past tailScratchKeep by a long line.
 func (t *tailWriter) shrink() {
 	if cap(t.scratch) > tailScratchKeep {
-		t.hub.budget.give(t.held)
+		t.hub.budget.Release(t.held)
 		t.held = 0
 		t.scratch = make([]byte, 0, 1024)
 	}
@@ -533,6 +515,6 @@ func (t *tailWriter) reportDropped() error {
 
 func (t *tailWriter) close() {
 	t.idle()
-	t.hub.budget.give(t.held)
+	t.hub.budget.Release(t.held)
 	t.held = 0
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"ingest/admission"
 	"ingest/buffer"
 	"ingest/logline"
 	"ingest/query"
@@ -91,7 +92,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	var dropped int
 	var s Server
 	h := &s.tail
-	h.dropped, h.max, h.budget.limit = func(n int) { dropped += n }, 10, 64<<20
+	h.dropped, h.max, h.budget = func(n int) { dropped += n }, 10, admission.New(64<<20, "live tails", "--tail-budget-bytes")
 	h.heartbeat, h.stall = tailHeartbeat, tailStall
 	r, other := newTailReader(), newTailReader()
 	r.services, other.services = map[string]bool{"api": true}, map[string]bool{"web": true}
@@ -122,7 +123,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	if r.held.Load() > tailQueueBytes {
 		t.Fatalf("queue holds %d bytes, over %d", r.held.Load(), tailQueueBytes)
 	}
-	if used := h.budget.used.Load(); used != r.held.Load()+2*tailReaderBytes {
+	if used := h.budget.Used(); used != r.held.Load()+2*tailReaderBytes {
 		t.Fatalf("budget charged %d bytes, want the queue's %d once plus two readers' %d", used, r.held.Load(), 2*tailReaderBytes)
 	}
 	if len(other.queue) != 0 {
@@ -143,7 +144,7 @@ func TestTailSlowReaderDropsNotBlocks(t *testing.T) {
 	<-done
 	r.drain()
 	h.remove(other)
-	if used := h.budget.used.Load(); used != 0 {
+	if used := h.budget.Used(); used != 0 {
 		t.Fatalf("budget still charged %d bytes once every reader is gone", used)
 	}
 	w.Flush()
@@ -243,7 +244,7 @@ func TestTailBudgetBoundsEncoding(t *testing.T) {
 	}
 	cancel()
 	waitFor(t, func() bool { return !f.srv.tail.active() })
-	waitFor(t, func() bool { return f.srv.tail.budget.used.Load() == 0 })
+	waitFor(t, func() bool { return f.srv.tail.budget.Used() == 0 })
 }
 
 // TestTailStalledReaderIsDropped: a reader that never reads is cut off
@@ -270,7 +271,7 @@ func TestTailStalledReaderIsDropped(t *testing.T) {
 		t.Fatalf("POST = %d %s", code, body)
 	}
 	waitFor(t, func() bool { return !f.srv.tail.active() })
-	waitFor(t, func() bool { return f.srv.tail.budget.used.Load() == 0 })
+	waitFor(t, func() bool { return f.srv.tail.budget.Used() == 0 })
 }
 
 // TestTailHeadersAtOnce: a tail's headers are sent before any event or

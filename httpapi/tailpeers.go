@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"ingest/admission"
 	"ingest/cluster"
 )
 
@@ -151,10 +152,10 @@ func (s *Server) followPeer(ctx context.Context, r *tailReader, p cluster.Member
 // streamPeer copies one stream of p's local tail to r, a chunk of whole
 // lines at a time, until it ends or fails.
 func (s *Server) streamPeer(ctx context.Context, r *tailReader, p cluster.Member, query string) (err error) {
-	if !s.tail.budget.take(2 * peerReadBytes) {
+	if !s.tail.budget.TryAcquire(2 * peerReadBytes) {
 		return errPeerBudget
 	}
-	defer s.tail.budget.give(2 * peerReadBytes)
+	defer s.tail.budget.Release(2 * peerReadBytes)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A stream silent for three heartbeats is dead (a peer that vanished
@@ -175,7 +176,7 @@ func (s *Server) streamPeer(ctx context.Context, r *tailReader, p cluster.Member
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	pr := peerReader{br: bufio.NewReaderSize(resp.Body, peerReadBytes), budget: &s.tail.budget}
+	pr := peerReader{br: bufio.NewReaderSize(resp.Body, peerReadBytes), budget: s.tail.budget}
 	defer pr.release()
 	c := &tailChunk{data: make([]byte, 0, peerReadBytes), written: make(chan struct{}, 1)}
 	out := c.data
@@ -232,7 +233,7 @@ func hand(ctx context.Context, r *tailReader, c *tailChunk, data []byte) bool {
 // peerReader reads a peer's stream a line at a time.
 type peerReader struct {
 	br     *bufio.Reader
-	budget *tailBudget
+	budget *admission.Budget
 	long   []byte // a line longer than br's buffer, gathered
 	held   int64  // budget charged for long
 }
@@ -253,7 +254,7 @@ func (pr *peerReader) next() (line []byte, ok bool, err error) {
 			continue
 		}
 		n := len(pr.long) + len(line)
-		if grow := int64(n) - pr.held; n > tailQueueBytes || grow > 0 && !pr.budget.take(grow) {
+		if grow := int64(n) - pr.held; n > tailQueueBytes || grow > 0 && !pr.budget.TryAcquire(grow) {
 			ok = false
 			continue
 		} else if grow > 0 {
@@ -272,6 +273,6 @@ func (pr *peerReader) next() (line []byte, ok bool, err error) {
 
 // release gives back what long was charged.
 func (pr *peerReader) release() {
-	pr.budget.give(pr.held)
+	pr.budget.Release(pr.held)
 	pr.held, pr.long = 0, nil
 }

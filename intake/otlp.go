@@ -45,17 +45,9 @@ func (p *Parser) eventFromRecord(rec *logspb.LogRecord, scope string, jsonForm b
 	ev.Reset()
 	p.attrs = p.attrs[:0]
 
-	t := rec.GetTimeUnixNano()
-	if t == 0 {
-		t = rec.GetObservedTimeUnixNano()
-	}
-	switch {
-	case t == 0:
-		ev.Time = p.now
-	case t > uint64(maxTime):
-		return fmt.Sprintf("cannot accept record: time_unix_nano %d %v", t, errTimeRange)
-	default:
-		ev.Time = int64(t)
+	var reason string
+	if ev.Time, reason = recordTime(rec.GetTimeUnixNano(), rec.GetObservedTimeUnixNano(), p.now); reason != "" {
+		return reason
 	}
 
 	ev.Level = logline.LevelFromOTLP(int32(rec.GetSeverityNumber()))
@@ -254,4 +246,19 @@ func attrName(dst []byte, key []byte) []byte {
 	}
 	dst = logline.AppendQuoted(dst, key)
 	return append(dst, ':')
+}
+
+// recordTime is a record's event time: its time_unix_nano, else its
+// observed time, else now; or why the record cannot be taken.
+func recordTime(t, observed uint64, now int64) (int64, string) {
+	if t == 0 {
+		t = observed
+	}
+	switch {
+	case t == 0:
+		return now, ""
+	case t > uint64(maxTime):
+		return 0, fmt.Sprintf("cannot accept record: time_unix_nano %d %v", t, errTimeRange)
+	}
+	return int64(t), ""
 }

@@ -283,17 +283,9 @@ func (p *Parser) eventFromWire(rec []byte, scope []byte) string {
 	ev := &p.ev
 	ev.Reset()
 	p.attrs = p.attrs[:0]
-	t := w.time
-	if t == 0 {
-		t = w.observed
-	}
-	switch {
-	case t == 0:
-		ev.Time = p.now
-	case t > uint64(maxTime):
-		return fmt.Sprintf("cannot accept record: time_unix_nano %d %v", t, errTimeRange)
-	default:
-		ev.Time = int64(t)
+	var reason string
+	if ev.Time, reason = recordTime(w.time, w.observed, p.now); reason != "" {
+		return reason
 	}
 	ev.Level = logline.LevelFromOTLP(w.severity)
 	unknownSeverity := false

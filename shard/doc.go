@@ -81,10 +81,8 @@
 // # Performance
 //
 // PartitionKey costs two xxhash sums, four atomic increments and no
-// allocation when dst has room; the simulation test and BenchmarkSimulation
-// replay 10 million attempts (Zipf(1.1) over 1 million users plus one user
-// attacked at 20,000/s) and report the hottest partition's inserts/s for
-// these keys and for NaiveKey: 1,321/s (bucket 00f1, which holds the
-// unsalted share of the heaviest Zipf users) against 100,000/s for the
-// naive key; 49% of the attempts are salted.
+// allocation when dst has room. BenchmarkSimulation replays a Zipf
+// population with one attacked user and reports the hottest partition's
+// inserts per second for these keys and for NaiveKey (figures in
+// docs/performance.md).
 package shard
