@@ -306,8 +306,9 @@ type sample struct {
 	v float64
 }
 
-// metric reads one unlabelled counter from a server's /metrics; 0 when
-// it cannot (it runs in goroutines, where check cannot stop a section).
+// metric reads one counter from a server's /metrics, named with its labels
+// as the page prints them; 0 when it cannot (it runs in goroutines, where
+// check cannot stop a section).
 func metric(base, name string) float64 {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
+
+	"ingest/intake/syslog"
 )
 
 func TestMedian(t *testing.T) {
@@ -253,5 +255,52 @@ func TestProtocolBodies(t *testing.T) {
 	}
 	if n := bytes.Count(raw, []byte("service_name=")); n != 24 {
 		t.Errorf("%d streams, want 24 (8 services x 24 hosts x 6 levels of the events)", n)
+	}
+}
+
+// TestSyslogBody: ingest's own framer and parser read the syslog body back
+// into the low-cost events, each once, in order.
+func TestSyslogBody(t *testing.T) {
+	evs := lowCostEvents(1000, time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	body := syslogBody(evs)
+	f := syslog.Framer{Max: 64 << 10}
+	var p syslog.Parser
+	i := 0
+	for len(body) > 0 {
+		msg, used, err := f.Next(body)
+		if err != nil || used == 0 {
+			t.Fatalf("message %d: cannot frame it (used %d): %v", i+1, used, err)
+		}
+		body = body[used:]
+		ev, err := p.Parse(msg, 0)
+		if err != nil {
+			t.Fatalf("message %d: %v: %s", i+1, err, msg)
+		}
+		e := evs[i]
+		if string(ev.Service) != e.service || string(ev.Host) != e.host || ev.Level.String() != e.level ||
+			string(ev.Message) != e.msg || ev.Time != e.ts.UnixNano() {
+			t.Fatalf("message %d read as %s/%s/%s/%d %q, want %s/%s/%s/%d %q", i+1, ev.Service, ev.Host, ev.Level, ev.Time, ev.Message,
+				e.service, e.host, e.level, e.ts.UnixNano(), e.msg)
+		}
+		i++
+	}
+	if i != len(evs) {
+		t.Fatalf("%d messages, want %d", i, len(evs))
+	}
+}
+
+// TestProtocolTargetsNameTheirRatios: a renamed protocol row or ratio
+// would silently drop its target from the summary.
+func TestProtocolTargetsNameTheirRatios(t *testing.T) {
+	b := &bench{rounds: []map[string]result{{}}, notes: map[string]string{}}
+	for _, name := range []string{"lowcost: ingest --ack wal", "lowcost: ingest _bulk", "lowcost: victoria-logs _bulk",
+		"lowcost: ingest loki protobuf", "lowcost: victoria-logs loki protobuf", "lowcost: ingest syslog tcp"} {
+		b.rounds[0][name], b.notes[name] = result{answered: 1}, ""
+	}
+	registerRatios(b)
+	for _, tg := range protocolTargets() {
+		if _, ok := tg.got(b); !ok {
+			t.Errorf("target %q finds no ratio", tg.what)
+		}
 	}
 }

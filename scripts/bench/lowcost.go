@@ -199,7 +199,9 @@ func (b *bench) lowCost() {
 	if b.o.victoriaLogs != "" {
 		b.add("lowcost: victoria-logs", "/insert/jsonline (_stream_fields=service,host); answers once rows are in its memory buffers, no fsync", b.victoriaRow(body))
 	}
-	b.protocolRows(lowCostEvents(b.o.lowEvents, now))
+	evs := lowCostEvents(b.o.lowEvents, now)
+	b.protocolRows(evs)
+	b.syslogRows(evs)
 }
 
 func (b *bench) lowCostIngest(l load) result {
@@ -322,14 +324,8 @@ func (b *bench) victoriaRow(body []byte) result {
 // victoriaRowAt runs VictoriaLogs on an empty data directory and sends l
 // to path (with its query).
 func (b *bench) victoriaRowAt(l load, path string) result {
-	dir, err := os.MkdirTemp(b.dir, "victoria-logs-")
-	check(err)
-	defer os.RemoveAll(dir)
-	addr := freeAddr()
-	p, err := startProc(nil, b.o.victoriaLogs, "-storageDataPath", dir, "-httpListenAddr", addr, "-loggerLevel", "ERROR")
-	check(err)
-	defer p.stop()
-	check(p.waitHTTP("http://"+addr+"/health", false))
+	p, addr, stop := b.startVictoria()
+	defer stop()
 	l.addr, l.uri = addr, "http://"+addr+path
 	out, res := measure(l, p.pid(), b.disk)
 	// It answers before its buffers reach storage: make sure rows did.
@@ -340,6 +336,29 @@ func (b *bench) victoriaRowAt(l load, path string) result {
 		check(fmt.Errorf("victoria-logs answered %d requests to %s but stored no row", res.ok, path))
 	}
 	return out
+}
+
+// startVictoria starts VictoriaLogs on an empty data directory with args
+// added, and waits until it answers on addr; stop stops it and removes the
+// directory.
+func (b *bench) startVictoria(args ...string) (p *proc, addr string, stop func()) {
+	dir, err := os.MkdirTemp(b.dir, "victoria-logs-")
+	check(err)
+	addr = freeAddr()
+	p, err = startProc(nil, b.o.victoriaLogs, append([]string{"-storageDataPath", dir, "-httpListenAddr", addr, "-loggerLevel", "ERROR"}, args...)...)
+	if err != nil {
+		os.RemoveAll(dir)
+		check(err)
+	}
+	stop = func() {
+		p.stop()
+		os.RemoveAll(dir)
+	}
+	if err := p.waitHTTP("http://"+addr+"/health", false); err != nil {
+		stop()
+		check(err)
+	}
+	return p, addr, stop
 }
 
 // victoriaRows counts the rows VictoriaLogs stored; -1 when it cannot tell.

@@ -10,6 +10,9 @@
 //     as an Elasticsearch bulk body and as a Loki push (protobuf, snappy)
 //     to ingest (/v1/es/_bulk, /loki/api/v1/push) and to VictoriaLogs on
 //     the same protocol (/insert/elasticsearch/_bulk, /insert/loki/api/v1/push);
+//     then as octet-counted RFC 5424 syslog over TCP to ingest
+//     (--syslog-tcp) and VictoriaLogs (-syslog.listenAddr.tcp), counted
+//     on each server's /metrics until it accepted every message sent;
 //   - the load generator (package loadtest, in this process) at each
 //     --batches and --acks, closed loop, then open loop at half the maximum
 //     --ack wal rate just measured, for latency without coordinated omission;

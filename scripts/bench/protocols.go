@@ -12,9 +12,9 @@ import (
 )
 
 // The shippers' protocols: the low-cost client's events as an
-// Elasticsearch bulk body and as a Loki push, to ingest and to
-// VictoriaLogs on the same protocol, in the same round as ingest's own
-// NDJSON row.
+// Elasticsearch bulk body and as a Loki push (and as syslog over TCP, in
+// syslog.go), to ingest and to VictoriaLogs on the same protocol, in the
+// same round as ingest's own NDJSON row.
 
 // bulkBody is evs as an Elasticsearch bulk body: a create action, then the
 // event under the names Filebeat and Logstash give them.
@@ -122,8 +122,14 @@ func protocolRatios() []ratio {
 			ratio{"ingest " + name + " / ingest NDJSON (answered)", "lowcost: ingest " + name, "lowcost: ingest --ack wal", nil},
 			ratio{"ingest " + name + " / VictoriaLogs " + name + " (answered)", "lowcost: ingest " + name, "lowcost: victoria-logs " + name, nil})
 	}
-	return out
+	return append(out,
+		ratio{syslogNDJSON, "lowcost: ingest syslog tcp", "lowcost: ingest --ack wal", nil},
+		ratio{"ingest syslog tcp / VictoriaLogs syslog tcp (accepted)", "lowcost: ingest syslog tcp", "lowcost: victoria-logs syslog tcp", nil})
 }
+
+// syslogNDJSON compares syslog's accepted events/s with the NDJSON row's
+// answered ones: syslog has no answer.
+const syslogNDJSON = "ingest syslog tcp / ingest NDJSON (accepted / answered)"
 
 // protocolTargets are the shippers' protocols' goals.
 func protocolTargets() []target {
@@ -133,5 +139,5 @@ func protocolTargets() []target {
 			target{"ingest " + name + " / ingest NDJSON", ratioOf("ingest " + name + " / ingest NDJSON (answered)"), 0.9, false, "x"},
 			target{"ingest " + name + " / VictoriaLogs " + name, ratioOf("ingest " + name + " / VictoriaLogs " + name + " (answered)"), 2, false, "x"})
 	}
-	return out
+	return append(out, target{"ingest syslog tcp / ingest NDJSON", ratioOf(syslogNDJSON), 0.8, false, "x"})
 }
