@@ -208,6 +208,12 @@ func TestProfileAccess(t *testing.T) {
 			t.Errorf("%s: GET %s = %d %s, want %d", c.name, path, status, body, c.status)
 		}
 	}
+	// The index answers where net/http/pprof has it, and without the slash.
+	for _, p := range []string{"/debug/pprof/", "/debug/pprof"} {
+		if status, body := guardRequest(t, open, "GET", "127.0.0.1", p, nil, ""); status != 200 || !strings.Contains(body, "goroutine") {
+			t.Errorf("GET %s = %d %.200s, want 200 and the profiles' index", p, status, body)
+		}
+	}
 	// Scoped tokens still read.
 	if status, body := guardRequest(t, closed, "GET", "127.0.0.1", "/v1/services", map[string]string{"Authorization": "Bearer scoped"}, ""); status != 200 {
 		t.Errorf("GET /v1/services with a scoped token = %d %s", status, body)

@@ -42,7 +42,7 @@ func (s *Server) newRoutes() routes {
 		{name: "get_tail", method: fasthttp.MethodGet, match: is("/v1/tail"), serve: s.withTailKeyOrToken(s.tailLogs)},
 	}
 	if s.cfg.Pprof {
-		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withProfileAccess(pprofhandler.PprofHandler)})
+		rt.open = append(rt.open, route{name: "pprof", match: hasPrefix("/debug/pprof"), serve: s.withProfileAccess(pprofIndex)})
 	}
 	rt.api = []route{
 		{name: "get_stats", match: under("/v1/stats"), serve: allowOnly(fasthttp.MethodGet, s.stats)},
@@ -230,4 +230,13 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx) {
 func methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
 	ctx.Response.Header.Set("Allow", allow)
 	writeError(ctx, &httperr.Error{Status: fasthttp.StatusMethodNotAllowed, Msg: fmt.Sprintf("%s is not allowed on %s", ctx.Method(), ctx.Path())})
+}
+
+// pprofIndex serves Go's profiles; the index answers at /debug/pprof/ as
+// net/http/pprof's does (fasthttp's handler has it at /debug/pprof only).
+func pprofIndex(ctx *fasthttp.RequestCtx) {
+	if string(ctx.Path()) == "/debug/pprof/" {
+		ctx.URI().SetPath("/debug/pprof")
+	}
+	pprofhandler.PprofHandler(ctx)
 }
