@@ -44,6 +44,30 @@ func (st *reqState) release() {
 	statePool.Put(st)
 }
 
+// beginWrite admits a write request, or refuses it while the server shuts
+// down (503 after the body, connection closed) and returns nil. An
+// admitted request counts for Drain until endWrite, and its state reserves
+// memory against --max-inflight-bytes as it is taken (the body as it
+// arrives, never for what a header declares; the decoded body and the
+// encoded lines as they grow): a stalled upload holds only what it sent,
+// and a request that can never fit is refused with 413.
+func (s *Server) beginWrite(ctx *fasthttp.RequestCtx) *reqState {
+	if s.closing.Load() {
+		s.refuseThenLinger(ctx, errShuttingDown)
+		return nil
+	}
+	s.active.Add(1)
+	st := statePool.Get().(*reqState)
+	st.hold.Begin(s.inflight, ctx, inflightWait)
+	return st
+}
+
+// endWrite releases what beginWrite admitted.
+func (s *Server) endWrite(st *reqState) {
+	st.release()
+	s.active.Done()
+}
+
 // inflightWait is how long a request waits for --max-inflight-bytes to
 // free up before it is refused with 429.
 const inflightWait = 100 * time.Millisecond
@@ -56,20 +80,11 @@ const readStep = 64 << 10
 // the body, hand its rows to a Grouper, add the batch to the buffer,
 // answer.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, logins bool) {
-	if s.closing.Load() {
-		s.refuseThenLinger(ctx, errShuttingDown)
+	st := s.beginWrite(ctx)
+	if st == nil {
 		return
 	}
-	s.active.Add(1)
-	defer s.active.Done()
-
-	st := statePool.Get().(*reqState)
-	// Memory is reserved against --max-inflight-bytes as it is taken (the
-	// body as it arrives, never for what a header declares; the decoded
-	// body and the encoded lines as they grow): a stalled upload holds only
-	// what it sent, and a request that can never fit is refused with 413.
-	st.hold.Begin(s.inflight, ctx, inflightWait)
-	defer st.release()
+	defer s.endWrite(st)
 	body, format, err := s.receive(ctx, st, logins)
 	if err != nil {
 		writeError(ctx, err)

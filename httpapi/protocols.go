@@ -60,15 +60,11 @@ type decodeFunc func(body []byte, mem admission.Memory, emit func(*logline.Event
 // should answer success: the events are as safe as --ack says (with an
 // --ack-timeout, in the write-ahead log at least), or there were none.
 func (s *Server) intakeEvents(ctx *fasthttp.RequestCtx, count protocolCounters, decode decodeFunc) bool {
-	if s.closing.Load() {
-		s.refuseThenLinger(ctx, errShuttingDown)
+	st := s.beginWrite(ctx)
+	if st == nil {
 		return false
 	}
-	s.active.Add(1)
-	defer s.active.Done()
-	st := statePool.Get().(*reqState)
-	st.hold.Begin(s.inflight, ctx, inflightWait)
-	defer st.release()
+	defer s.endWrite(st)
 	// The format receive tells is the NDJSON intake's: a protocol reads its
 	// own, so receive's refusal of a body it cannot tell (415, with the body
 	// read) is not one here.
