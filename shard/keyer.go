@@ -31,8 +31,9 @@ type window [sketchDepth * sketchWidth]atomic.Uint32
 type Keyer struct {
 	cfg       Config
 	threshold atomic.Uint64 // float64 bits: HotRate over the live instances
-	sec       atomic.Int64  // the second window[sec&1] counts
-	mu        sync.Mutex    // serialises window rotation
+	instances atomic.Int64
+	sec       atomic.Int64 // the second window[sec&1] counts
+	mu        sync.Mutex   // serialises window rotation
 	win       [2]window
 	salted    atomic.Uint64
 }
@@ -52,8 +53,13 @@ func NewKeyer(cfg Config) *Keyer {
 // user's unsalted bucket before salting, so that bucket takes at most
 // about HotRate per second from the whole cluster. n below 1 counts as 1.
 func (k *Keyer) SetInstances(n int) {
-	k.threshold.Store(math.Float64bits(k.cfg.HotRate / float64(max(n, 1))))
+	n = max(n, 1)
+	k.instances.Store(int64(n))
+	k.threshold.Store(math.Float64bits(k.cfg.HotRate / float64(n)))
 }
+
+// Instances is the number of live instances last set (at least 1).
+func (k *Keyer) Instances() int { return int(k.instances.Load()) }
 
 // Threshold is the per-instance rate (attempts/s) above which a user is
 // salted now.
