@@ -205,8 +205,8 @@ func (s *Sink) Write(ctx context.Context, key string, data []byte) error {
 	)
 	for _, b := range batches {
 		// Batches come round by round over the partitions, so a wait here
-		// holds back only a partition's later transactions, by then the
-		// flush's last ones.
+		// comes in the later rounds, where only the busiest partitions are
+		// left. (The embedded store above has no partitions to pace.)
 		waited, err := s.pace.wait(ctx, key, b[0].PartitionKey, len(b))
 		if err != nil {
 			mu.Lock()
