@@ -31,6 +31,7 @@ func (s *Server) answerThenLinger(ctx *fasthttp.RequestCtx) {
 	conn := ctx.Conn() // the connection itself: the hijacked one hides CloseWrite
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
+		defer s.recoverStream("linger")
 		// fasthttp releases ctx after this function returns, not before.
 		ctx.Response.Header.SetConnectionClose()
 		_ = conn.SetWriteDeadline(time.Now().Add(lingerIdle))

@@ -74,9 +74,17 @@ func (s *Server) lokiTail(ctx *fasthttp.RequestCtx) {
 	}
 	wsAnswer(ctx, accept)
 	ctx.Hijack(func(c net.Conn) {
+		defer s.recoverStream("/loki/api/v1/tail")
 		defer sub.close()
 		wc := newWSConn(c)
-		go wc.read()
+		s.goGuarded("/loki/api/v1/tail", wc.read)
+		// However this ends, a panic included, the connection is closed
+		// (close runs once: this one only after a panic) and its reader
+		// has ended before it goes back to fasthttp.
+		defer func() {
+			wc.close(ws.StatusInternalServerError, errInternal)
+			<-wc.gone
+		}()
 		code, reason := ws.StatusNormalClosure, ""
 		if err := s.lokiTailBackfill(wc, lq, start, now, limit); err != nil {
 			code, reason = ws.StatusInternalServerError, err.Error()
@@ -84,7 +92,6 @@ func (s *Server) lokiTail(ctx *fasthttp.RequestCtx) {
 			code, reason = ws.StatusGoingAway, "shutting down: tail another instance"
 		}
 		wc.close(code, reason)
-		<-wc.gone // the connection goes back to fasthttp: nobody reads it any more
 	})
 }
 

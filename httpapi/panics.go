@@ -18,8 +18,10 @@ import (
 // a handler, in a response body writer (which fasthttp runs on a goroutine
 // of its own) or in a goroutine a request starts would. handle recovers
 // the handlers' (a 500), streamBody the body writers' (an in-band error
-// line ends the answer), and the query and login readers return their
-// goroutines' panics as a *httperr.Panic. Each is counted
+// line ends the answer), goGuarded and recoverStream those of the
+// goroutines a request starts and of hijacked connections (that goroutine
+// ends), and the query and login readers return their goroutines' panics
+// as a *httperr.Panic. Each is counted
 // (ingest_panics_total) and logged with its stack once per place and
 // minute: a client repeating a request that panics does not flood the log.
 
@@ -107,6 +109,27 @@ func (s *Server) streamBody(ctx *fasthttp.RequestCtx, done func(), write func(w 
 		}()
 		write(w)
 	})
+}
+
+// goGuarded runs f on a goroutine of its own that a panic ends instead of
+// the process, logged and counted as a stream panic of path: fasthttp
+// recovers nothing on the goroutines a request starts (peer streams, a
+// WebSocket's reader).
+func (s *Server) goGuarded(path string, f func()) {
+	go func() {
+		defer s.recoverStream(path)
+		f()
+	}()
+}
+
+// recoverStream, deferred first on a goroutine serving one request (a
+// hijacked connection, which fasthttp runs on a goroutine of its own),
+// ends that goroutine instead of the process on a panic, logged and
+// counted as a stream panic of path.
+func (s *Server) recoverStream(path string) {
+	if p := recover(); p != nil {
+		s.panics.report("stream", []byte(path), httperr.NewPanic(p))
+	}
 }
 
 // inBandError ends a streamed answer with the control line reporting err;

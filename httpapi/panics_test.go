@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
@@ -82,5 +84,36 @@ func TestPanicsEndTheRequestNotTheProcess(t *testing.T) {
 	}
 	if len(sites) != 2 || !strings.HasPrefix(sites[0], "handler ingest/httpapi.boom ") || !strings.HasPrefix(sites[1], "stream ingest/httpapi.boom ") {
 		t.Fatalf("panics logged at %q, want one handler and one stream record, at boom", sites)
+	}
+}
+
+// TestPanicsOnRequestGoroutinesEndThemNotTheProcess: a panic on a
+// goroutine a request starts (goGuarded: peer streams, a WebSocket's
+// reader) or on a hijacked connection's (recoverStream) ends that
+// goroutine, counted as a stream panic; the server goes on answering.
+func TestPanicsOnRequestGoroutinesEndThemNotTheProcess(t *testing.T) {
+	f := newFixture(t, Config{}, buffer.Config{})
+	f.srv.panics.log = slog.New(make(logRecords, 100))
+	f.srv.routes.api = append([]route{
+		{name: "boom_hijack", match: is("/v1/boom-hijack"), serve: func(ctx *fasthttp.RequestCtx) {
+			ctx.Hijack(func(net.Conn) {
+				defer f.srv.recoverStream("/v1/boom-hijack")
+				boom()
+			})
+		}},
+	}, f.srv.routes.api...)
+	stream := f.srv.met.panics.WithLabelValues("stream")
+	for i := range 3 {
+		f.srv.goGuarded("/v1/tail", boom)
+		f.do(t, "GET", "/v1/boom-hijack", nil, nil)
+		want := float64(2 * (i + 1))
+		for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(stream) < want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("ingest_panics_total{where=\"stream\"} = %v, want %v", testutil.ToFloat64(stream), want)
+			}
+		}
+	}
+	if code, _, _ := f.do(t, "GET", "/healthz", nil, nil); code != 200 {
+		t.Fatalf("healthz after the panics: %d", code)
 	}
 }

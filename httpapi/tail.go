@@ -319,17 +319,9 @@ func (s *Server) tailLogs(ctx *fasthttp.RequestCtx) {
 		if peerQuery != "" {
 			peers, stop := context.WithCancel(context.Background())
 			defer stop()
-			go func() {
-				// A panic here would end the process: it ends the
-				// fan-out instead, and the tail goes on with this
-				// instance's events.
-				defer func() {
-					if p := recover(); p != nil {
-						s.panics.report("stream", []byte("/v1/tail"), httperr.NewPanic(p))
-					}
-				}()
-				s.followPeers(peers, r, peerQuery)
-			}()
+			// A panic in the fan-out ends it, and the tail goes on
+			// with this instance's events.
+			s.goGuarded("/v1/tail", func() { s.followPeers(peers, r, peerQuery) })
 		}
 		s.streamTail(w, r, &f)
 	})

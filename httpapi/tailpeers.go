@@ -105,7 +105,7 @@ func (s *Server) followPeers(ctx context.Context, r *tailReader, query string) {
 			if streams[p] == nil {
 				c, stop := context.WithCancel(ctx)
 				streams[p] = stop
-				go s.followPeer(c, r, p, query)
+				s.goGuarded("/v1/tail", func() { s.followPeer(c, r, p, query) })
 			}
 		}
 		select {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"ingest/intake"
-	"ingest/internal/httperr"
 	"ingest/logline"
 	"ingest/query"
 )
@@ -59,14 +58,8 @@ func (h hubTail) follow(services []string) (liveSub, error) {
 		}
 		var ctx context.Context
 		ctx, sub.stopPeers = context.WithCancel(context.Background())
-		go func() {
-			defer func() {
-				if p := recover(); p != nil {
-					h.s.panics.report("stream", []byte("/loki/api/v1/tail"), httperr.NewPanic(p))
-				}
-			}()
-			h.s.followPeers(ctx, r, url.Values{"service": {service}, "local": {"1"}}.Encode())
-		}()
+		query := url.Values{"service": {service}, "local": {"1"}}.Encode()
+		h.s.goGuarded("/loki/api/v1/tail", func() { h.s.followPeers(ctx, r, query) })
 	}
 	return sub, nil
 }

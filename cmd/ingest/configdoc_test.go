@@ -90,7 +90,9 @@ func docGroup(c *command, f *pflag.Flag) string {
 // docRowFor is the row to add for f.
 func docRowFor(f *pflag.Flag) string {
 	def := ""
-	if f.DefValue != "" {
+	if host, _ := os.Hostname(); host != "" && f.DefValue == host {
+		def = "the host name"
+	} else if f.DefValue != "" {
 		def = "`" + f.DefValue + "`"
 	}
 	key := "`" + f.Name + "`"
@@ -105,11 +107,13 @@ func docRowFor(f *pflag.Flag) string {
 // the same text, or the same duration or size written another way (60s
 // for 1m0s, 16KiB for 16384), or "the host name" for a default that is it.
 func sameDefault(f *pflag.Flag, doc string) bool {
-	if doc == f.DefValue {
-		return true
-	}
+	// A default taken from the machine is written as what it is, so the
+	// document reads the same on every host.
 	if host, _ := os.Hostname(); host != "" && f.DefValue == host {
 		return doc == "the host name"
+	}
+	if doc == f.DefValue {
+		return true
 	}
 	switch f.Value.Type() {
 	case "duration":
