@@ -48,7 +48,7 @@ func bombBody(t *testing.T, enc string) []byte {
 }
 
 // Hostile bodies against the real handler: each is refused or rejected line
-// by line with the status the SPEC names, its neighbours are stored intact,
+// by line with the status docs/contract.md names, its neighbours are stored intact,
 // and nothing it does keeps a key from being flushed (a service name the
 // store refuses used to wedge its key: its flush was retried forever and
 // shutdown never finished).

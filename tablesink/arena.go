@@ -28,20 +28,21 @@ const (
 
 // str copies b into the arena and returns it as a string.
 func (a *arena) str(b []byte) string {
+	b = a.bytes(b)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// bytes copies b into the arena and returns the copy.
+func (a *arena) bytes(b []byte) []byte {
 	if len(b) == 0 {
-		return ""
+		return nil
 	}
 	if cap(a.block)-len(a.block) < len(b) {
 		a.block = make([]byte, 0, max(arenaBlockBytes, len(b)))
 	}
 	start := len(a.block)
 	a.block = append(a.block, b...)
-	return unsafe.String(&a.block[start], len(b))
-}
-
-// bytes copies b into the arena and returns the copy.
-func (a *arena) bytes(b []byte) []byte {
-	return unsafeBytes(a.str(b))
+	return a.block[start:len(a.block):len(a.block)]
 }
 
 // entityJSON writes e's JSON (appendEntityJSON) into the arena and returns it.

@@ -74,7 +74,7 @@ func (s *Sink) AppendRecord(dst []byte, a *login.Attempt) (key string, out []byt
 	pk, rk := buf[:n], buf[n:]
 	// Escaped keys hold no forbidden character; only their length can
 	// exceed Azure's limit, and up to 512 bytes it cannot.
-	if len(rk) > shard.MaxKeyBytes/2 && !shard.ValidKey(unsafeString(rk)) {
+	if len(rk) > shard.MaxKeyBytes/2 && !shard.ValidKey(string(rk)) {
 		return "", dst, fmt.Errorf("cannot accept login attempt: a user of %d bytes and an id of %d bytes make a RowKey over Azure's 1 KiB", len(a.User), len(a.ID))
 	}
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,12 +275,12 @@ func (s *Sink) parseRecords(table string, data []byte) (ents []Entity, bad []dea
 // entity per user and flush.
 func (s *Sink) withSaltedMarkers(ents []Entity) []Entity {
 	var seen map[string]bool
-	var home, raw []byte
+	var home, raw, esc []byte
 	n := len(ents)
 	for i := range n {
 		// The user as the RowKey holds it (raw bytes, as reads hash them).
-		rk := unsafeBytes(ents[i].RowKey)
-		esc := rk[:max(bytes.IndexByte(rk, shard.UserSep), 0)]
+		rk := ents[i].RowKey
+		esc = append(esc[:0], rk[:max(strings.IndexByte(rk, shard.UserSep), 0)]...)
 		raw = esc
 		if bytes.IndexByte(esc, '%') >= 0 {
 			raw, _ = shard.UnescapeKey(raw[:0:0], esc)

@@ -347,7 +347,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `;warn;otelsvc;`) || !strings.Contains(string(out), `"from an OTel SDK"`) {
 		t.Fatalf("OTLP event not stored: %v\n%s", err, out)
 	}
-	// The blob is where the SPEC says, and ls / cat show it.
+	// The blob is where docs/contract.md says, and ls / cat show it.
 	blob := filepath.Join(dir, "blobs", "logs", "api", "2026", "11", "21", "1600", "000001.log")
 	if _, err := os.Stat(blob); err != nil {
 		t.Fatalf("blob file: %v", err)
