@@ -75,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.syslogRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "ingest_syslog_connections_refused_total",
 		Help: "Syslog TCP connections closed at once: --syslog-max-conns were open, or the server was shutting down."})
 	m.syslogDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ingest_syslog_messages_dropped_total",
-		Help: "Syslog messages dropped, by reason: too_long (over --syslog-max-message-bytes), buffer_full (UDP only: TCP stops reading instead)."}, []string{"reason"})
+		Help: "Syslog messages dropped, by reason: too_long (over --syslog-max-message-bytes), buffer_full (UDP only: TCP stops reading instead), socket_full (UDP: dropped by the kernel, the socket's receive buffer full)."}, []string{"reason"})
 	if reg != nil {
 		reg.MustRegister(m.tailPeerStreams, m.tailPeerErrors, m.tailPeerBytes, m.syslogConns, m.syslogRefused, m.syslogDropped)
 		reg.MustRegister(m.panics, m.queriesRefused, m.connsRefused, m.requests, m.latency, m.eventsAccepted, m.eventsRejected, m.protocolEvents, m.bytesIn, m.inflightFull, m.ackTimeouts, m.blobsSkipped, m.blobsRead, m.tailReaders, m.tailDropped, m.unauthorized, m.reloads)

@@ -27,12 +27,20 @@ import (
 //     drops. A connection that the server stops while it holds messages
 //     not yet added (shutdown) loses nothing it read: they are added
 //     first.
-//   - UDP: best effort. A datagram that finds the buffer or the budget
-//     full is dropped and counted.
+//   - UDP: best effort. One goroutine reads the socket while another
+//     stores: what arrives while a batch is stored (the WAL's fsync) is
+//     gathered into the next one, so the rate is not one datagram per
+//     fsync. A datagram that finds the buffer, the budget or the gathering
+//     batch full is dropped and counted, as are those the kernel dropped
+//     when the socket's receive buffer overflowed.
 
 // syslogReadBytes is a TCP connection's read buffer beside the longest
 // message: what one read may bring, and what is added before the next.
 const syslogReadBytes = 64 << 10
+
+// udpBatchEvents bounds the messages gathered while a batch is stored:
+// past it datagrams are dropped (storage is not keeping up).
+const udpBatchEvents = 50_000
 
 // syslogRetry bounds the wait between attempts to add a TCP connection's
 // messages to a full buffer.
@@ -41,7 +49,8 @@ const syslogRetry = time.Second
 // syslogListeners are the open syslog sockets of a server.
 type syslogListeners struct {
 	tcp   net.Listener
-	udp   net.PacketConn
+	udp   *net.UDPConn
+	udpIn *udpIntake
 	conns sync.WaitGroup
 	mu    sync.Mutex
 	open  map[net.Conn]struct{}
@@ -72,7 +81,11 @@ func (s *Server) listenSyslog() error {
 		l.tcp = ln
 	}
 	if c.UDP != "" {
-		pc, err := net.ListenPacket("udp", c.UDP)
+		a, err := net.ResolveUDPAddr("udp", c.UDP)
+		var pc *net.UDPConn
+		if err == nil {
+			pc, err = net.ListenUDP("udp", a)
+		}
 		if err != nil {
 			if l.tcp != nil {
 				l.tcp.Close()
@@ -80,6 +93,11 @@ func (s *Server) listenSyslog() error {
 			return fmt.Errorf("cannot listen for syslog on %s/udp: %w", c.UDP, err)
 		}
 		l.udp = pc
+		l.udpIn = &udpIntake{
+			next:   s.newSyslogDatagrams(),
+			ready:  make(chan struct{}, 1),
+			closed: make(chan struct{}),
+		}
 	}
 	s.syslog = l
 	return nil
@@ -109,7 +127,13 @@ func (s *Server) serveSyslog() {
 		go s.acceptSyslog(l)
 	}
 	if l.udp != nil {
-		go s.readSyslogUDP(l)
+		u := l.udpIn
+		l.conns.Add(1)
+		go func() {
+			defer l.conns.Done()
+			s.storeSyslogUDP(l, u)
+		}()
+		go s.readSyslogUDP(l, u, syslog.NewUDPReader(l.udp, s.cfg.Syslog.UDPBufferBytes))
 	}
 }
 
@@ -188,6 +212,7 @@ func (s *Server) serveSyslogConn(l *syslogListeners, c net.Conn) {
 	buf := make([]byte, 0, syslogReadBytes+max)
 	fr := syslog.Framer{Max: max}
 	in := s.newSyslogIntake()
+	defer in.hold.Release() // its memory, after a panic too
 	for {
 		c.SetReadDeadline(time.Now().Add(s.cfg.Syslog.IdleTimeout))
 		n, rerr := c.Read(buf[len(buf):cap(buf)])
@@ -218,20 +243,48 @@ func (s *Server) serveSyslogConn(l *syslogListeners, c net.Conn) {
 	}
 }
 
+// udpIntake is the batch the UDP reader gathers into while the previous
+// one is stored.
+type udpIntake struct {
+	mu     sync.Mutex
+	next   *syslogIntake
+	ready  chan struct{} // next has messages (buffered: one signal is enough)
+	closed chan struct{} // the socket is closed: store what is left and end
+}
+
+// add parses one datagram into the gathering batch, or drops it when the
+// batch is full.
+func (u *udpIntake) add(s *Server, msg []byte) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.next.events >= udpBatchEvents {
+		s.met.syslogDropped.WithLabelValues("buffer_full").Inc()
+		return
+	}
+	u.next.add(msg)
+	select {
+	case u.ready <- struct{}{}:
+	default:
+	}
+}
+
 // readSyslogUDP reads datagrams, one message each, until the socket closes.
-func (s *Server) readSyslogUDP(l *syslogListeners) {
+func (s *Server) readSyslogUDP(l *syslogListeners, u *udpIntake, r *syslog.UDPReader) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.recoveredSyslog(p)
-			go s.readSyslogUDP(l) // the socket stays served
+			go s.readSyslogUDP(l, u, r) // the socket stays served
 		}
 	}()
 	buf := make([]byte, 64<<10)
-	in := s.newSyslogIntake()
 	for {
-		n, _, err := l.udp.ReadFrom(buf)
+		n, lost, err := r.Read(buf)
+		if lost > 0 {
+			s.met.syslogDropped.WithLabelValues("socket_full").Add(float64(lost))
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				close(u.closed)
 				return
 			}
 			continue
@@ -240,27 +293,69 @@ func (s *Server) readSyslogUDP(l *syslogListeners) {
 			s.met.syslogDropped.WithLabelValues("too_long").Inc()
 			continue
 		}
-		in.add(buf[:n])
-		in.store(l.ctx, false)
+		u.add(s, buf[:n])
 	}
+}
+
+// storeSyslogUDP stores the batches readSyslogUDP gathers, one at a time,
+// until the socket is closed and the last batch stored.
+func (s *Server) storeSyslogUDP(l *syslogListeners, u *udpIntake) {
+	spare := s.newSyslogDatagrams()
+	for {
+		closed := false
+		select {
+		case <-u.ready:
+		case <-u.closed:
+			closed = true
+		}
+		u.mu.Lock()
+		in := u.next
+		u.next = spare
+		u.mu.Unlock()
+		spare = s.storeDatagrams(l.ctx, in)
+		if closed {
+			return
+		}
+	}
+}
+
+// storeDatagrams stores one gathered batch, or drops and counts it, and
+// returns the intake to gather into next: a new one after a panic, which
+// may have left in half done (its memory given back all the same).
+func (s *Server) storeDatagrams(ctx context.Context, in *syslogIntake) (next *syslogIntake) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.recoveredSyslog(p)
+			in.hold.Release()
+			next = s.newSyslogDatagrams()
+		}
+	}()
+	in.store(ctx, false)
+	return in
 }
 
 func (s *Server) recoveredSyslog(p any) {
 	s.panics.report("syslog", []byte("syslog"), httperr.NewPanic(p))
 }
 
-// syslogIntake gathers one read's messages into a batch.
+// syslogIntake gathers one read's messages (TCP) or the datagrams that
+// arrive while the previous batch is stored (UDP) into a batch.
 type syslogIntake struct {
 	s       *Server
 	p       syslog.Parser
 	hold    admission.Hold // the batch's share of --max-inflight-bytes
 	g       *group.Grouper
-	pending []byte // messages not yet grouped, when grouping was refused
+	pending []byte // TCP: messages not yet grouped, when grouping was refused
+	drop    bool   // UDP: a message the budget refuses is dropped, not kept
 	events  int
 }
 
 func (s *Server) newSyslogIntake() *syslogIntake {
 	return &syslogIntake{s: s}
+}
+
+func (s *Server) newSyslogDatagrams() *syslogIntake {
+	return &syslogIntake{s: s, drop: true}
 }
 
 // add parses msg into the current batch.
@@ -282,6 +377,8 @@ func (in *syslogIntake) add(msg []byte) {
 	case group.IsRejected(err):
 		s.met.syslog.rejected.Inc()
 		s.met.eventsRejected.Inc()
+	case in.drop:
+		s.met.syslogDropped.WithLabelValues("buffer_full").Inc()
 	default: // the budget: keep the message for the next batch
 		in.pending = appendFramed(in.pending, msg)
 	}
@@ -314,18 +411,8 @@ func (in *syslogIntake) store(ctx context.Context, wait bool) bool {
 			}
 		}
 		in.release()
-		if len(in.pending) == 0 {
+		if len(in.pending) == 0 || !wait {
 			return ctx.Err() == nil
-		}
-		if !wait {
-			n := 0
-			for fr, b := (syslog.Framer{Max: 1 << 30}), in.pending; len(b) > 0; {
-				_, used, _ := fr.Next(b)
-				b, n = b[used:], n+1
-			}
-			s.met.syslogDropped.WithLabelValues("buffer_full").Add(float64(n))
-			in.pending = in.pending[:0]
-			return true
 		}
 		in.wait(ctx, delay)
 		pending := in.pending

@@ -19,9 +19,17 @@ import (
 // 256 KiB whose blob flushes can be held (the fixture's gate).
 func syslogFixture(t *testing.T) (*fixture, net.Addr, net.Addr) {
 	t.Helper()
+	return syslogFixtureWith(t, buffer.AckWAL, 256<<10)
+}
+
+// syslogFixtureWith is syslogFixture with the given --ack and buffer size,
+// and the least UDP receive buffer (64 KiB asked, 128 KiB given).
+func syslogFixtureWith(t *testing.T, ack buffer.AckMode, bufferBytes int64) (*fixture, net.Addr, net.Addr) {
+	t.Helper()
 	cfg := Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: 10 * time.Second}
-	cfg.Syslog = syslog.Config{TCP: "127.0.0.1:0", UDP: "127.0.0.1:0", MaxMessageBytes: 64 << 10, MaxConns: 16, IdleTimeout: time.Minute}
-	bcfg := buffer.Config{Ack: buffer.AckWAL, FlushInterval: 50 * time.Millisecond, FlushBytes: 64 << 10, BufferBytes: 256 << 10, FlushWorkers: 2, BudgetWait: 10 * time.Millisecond}
+	cfg.Syslog = syslog.DefaultConfig()
+	cfg.Syslog.TCP, cfg.Syslog.UDP, cfg.Syslog.MaxConns, cfg.Syslog.IdleTimeout, cfg.Syslog.UDPBufferBytes = "127.0.0.1:0", "127.0.0.1:0", 16, time.Minute, 64<<10
+	bcfg := buffer.Config{Ack: ack, FlushInterval: 50 * time.Millisecond, FlushBytes: 64 << 10, BufferBytes: bufferBytes, FlushWorkers: 2, BudgetWait: 10 * time.Millisecond}
 	f := newFixture(t, cfg, bcfg)
 	t.Cleanup(func() { f.srv.closeSyslog(context.Background()) })
 	tcp, udp := f.srv.SyslogAddrs()
@@ -94,5 +102,97 @@ func TestSyslogFullBufferStopsTCPAndDropsUDP(t *testing.T) {
 	waitFor(t, func() bool { return accepted() >= n })
 	if got := accepted(); got > float64(n+udpSent) {
 		t.Fatalf("accepted %v, want the %d TCP messages (and what UDP got in), each once", got, n)
+	}
+}
+
+// TestSyslogUDPGathersWhileStoring: while a UDP batch waits to be stored
+// (--ack flush, storage held), the socket is still read: the datagrams
+// that arrive meanwhile, far more than the socket's receive buffer holds,
+// are gathered into the next batch, and every one is stored once storage
+// is back, none dropped.
+func TestSyslogUDPGathersWhileStoring(t *testing.T) {
+	f, _, udpAddr := syslogFixtureWith(t, buffer.AckFlush, 32<<20)
+	hold := make(chan struct{})
+	f.setGate(hold)
+	var once sync.Once
+	release := func() { once.Do(func() { f.setGate(nil); close(hold) }) }
+	t.Cleanup(release)
+	u, err := net.Dial("udp", udpAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	const n = 3_000 // about 1.5 MB of socket buffer as the kernel counts it: ten times what it holds
+	msg := "<14>1 2026-11-28T10:00:00Z h app - - - " + strings.Repeat("x", 100)
+	in := f.srv.syslog.udpIn
+	gathered := func() int {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.next.events
+	}
+	// The first datagram is a batch of its own, held in storing; the rest
+	// go at the reader's pace (a chunk the socket holds, then a wait until
+	// it is gathered), so that none is dropped because the reader is slow.
+	fmt.Fprint(u, msg)
+	time.Sleep(200 * time.Millisecond)
+	for sent := 1; sent < n; {
+		for range min(50, n-sent) {
+			if _, err := fmt.Fprint(u, msg); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+		waitFor(t, func() bool { return gathered() >= sent-1 })
+	}
+	release()
+	accepted := func() float64 { return testutil.ToFloat64(f.srv.met.syslog.accepted) }
+	waitFor(t, func() bool { return accepted() >= n })
+	for _, reason := range []string{"buffer_full", "socket_full", "too_long"} {
+		if got := testutil.ToFloat64(f.srv.met.syslogDropped.WithLabelValues(reason)); got != 0 {
+			t.Errorf("%v datagrams dropped (%s), want none", got, reason)
+		}
+	}
+	if got := accepted(); got != n {
+		t.Fatalf("accepted %v, want %d", got, n)
+	}
+}
+
+// TestSyslogUDPCountsKernelDrops: datagrams the kernel drops while the
+// reader is held (the socket's receive buffer full) are counted, so that
+// what was accepted and what was dropped add up to what was sent. The
+// kernel reports its count with the next datagram it queues: one more is
+// sent once the reader has caught up.
+func TestSyslogUDPCountsKernelDrops(t *testing.T) {
+	f, _, udpAddr := syslogFixtureWith(t, buffer.AckWAL, 32<<20)
+	in := f.srv.syslog.udpIn
+	in.mu.Lock() // the reader stops at its first datagram
+	u, err := net.Dial("udp", udpAddr.String())
+	if err != nil {
+		in.mu.Unlock()
+		t.Fatal(err)
+	}
+	defer u.Close()
+	const n = 3_000
+	msg := "<14>1 2026-11-28T10:00:00Z h app - - - " + strings.Repeat("x", 100)
+	for range n {
+		fmt.Fprint(u, msg)
+	}
+	in.mu.Unlock()
+	accepted := func() float64 { return testutil.ToFloat64(f.srv.met.syslog.accepted) }
+	dropped := func() float64 {
+		return testutil.ToFloat64(f.srv.met.syslogDropped.WithLabelValues("socket_full"))
+	}
+	last := -1.0
+	waitFor(t, func() bool { // the queue is read once nothing more comes
+		got := accepted()
+		done := got > 0 && got == last
+		last = got
+		time.Sleep(100 * time.Millisecond)
+		return done
+	})
+	fmt.Fprint(u, msg)
+	waitFor(t, func() bool { return accepted()+dropped() >= n+1 })
+	if dropped() == 0 || accepted()+dropped() != n+1 {
+		t.Fatalf("accepted %v, dropped by the kernel %v: want some dropped, and %d in all", accepted(), dropped(), n+1)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"ingest/internal/flagutil"
 )
 
 // Config is where the syslog listeners listen, and their limits.
@@ -15,11 +17,12 @@ type Config struct {
 	MaxMessageBytes int           // the longest message kept; longer ones are dropped and counted
 	MaxConns        int           // open TCP connections at most; past it new ones are closed
 	IdleTimeout     time.Duration // a TCP connection silent this long is closed
+	UDPBufferBytes  int           // the UDP socket's receive buffer asked of the kernel
 }
 
 // DefaultConfig returns the settings the flags default to.
 func DefaultConfig() Config {
-	return Config{MaxMessageBytes: 64 << 10, MaxConns: 1024, IdleTimeout: 5 * time.Minute}
+	return Config{MaxMessageBytes: 64 << 10, MaxConns: 1024, IdleTimeout: 5 * time.Minute, UDPBufferBytes: 4 << 20}
 }
 
 // RegisterFlags adds the flags to fs, with c's values as defaults.
@@ -30,6 +33,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "syslog-max-message-bytes", c.MaxMessageBytes, "longest syslog message kept; a longer one is dropped and counted")
 	fs.IntVar(&c.MaxConns, "syslog-max-conns", c.MaxConns, "open syslog TCP connections at most; past it new ones are closed")
 	fs.DurationVar(&c.IdleTimeout, "syslog-idle-timeout", c.IdleTimeout, "close a syslog TCP connection that sends nothing for this long")
+	flagutil.IntBytesVar(fs, &c.UDPBufferBytes, "syslog-udp-buffer-bytes", c.UDPBufferBytes, "receive buffer of the syslog UDP socket, for bursts while the server is busy (the kernel caps it at net.core.rmem_max); what overflows it is dropped by the kernel and counted")
 }
 
 // Validate checks the settings. It changes nothing. Without a listener
@@ -54,6 +58,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConns < 1 {
 		return fmt.Errorf("cannot use --syslog-max-conns %d: want at least 1", c.MaxConns)
+	}
+	if c.UDPBufferBytes < 64<<10 || c.UDPBufferBytes > 1<<30 {
+		return fmt.Errorf("cannot use --syslog-udp-buffer-bytes %d: want 64KiB to 1GiB", c.UDPBufferBytes)
 	}
 	if c.IdleTimeout <= 0 {
 		return fmt.Errorf("cannot use --syslog-idle-timeout %s: want more than 0", c.IdleTimeout)
