@@ -243,3 +243,14 @@ func TestReadmeCommandsTable(t *testing.T) {
 		}
 	}
 }
+
+// readmeMaxLines keeps the README a five-minute read: depth goes under
+// docs/.
+const readmeMaxLines = 300
+
+// TestReadmeIsShort: the README stays within readmeMaxLines.
+func TestReadmeIsShort(t *testing.T) {
+	if n := strings.Count(readRepoFile(t, "README.md"), "\n"); n > readmeMaxLines {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail under docs/ and link to it", n, readmeMaxLines)
+	}
+}

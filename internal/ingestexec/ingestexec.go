@@ -202,6 +202,17 @@ func ProcStatus(pid int, field string) (v int64, ok bool) {
 	return 0, false
 }
 
+// MachineCPUs is the machine's CPU count from /proc/cpuinfo (0 when it
+// cannot be read), for the scripts' reports: unlike runtime.NumCPU it
+// does not shrink with the caller's CPU affinity.
+func MachineCPUs() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
+
 // OpenFiles counts the process's open file descriptors.
 func (p *Process) OpenFiles() (int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.Cmd.Process.Pid))

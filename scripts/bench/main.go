@@ -174,7 +174,7 @@ func (b *bench) header() {
 		fmt.Printf("every ingest serve with: %s\n", strings.Join(b.o.serveArgs, " "))
 	}
 	fmt.Printf("ingest bench: %d CPUs, load average %s, clients in the same machine, %s per row, median of %d rounds\n",
-		cpus(), strings.Join(strings.Fields(string(load))[:3], " "), b.o.duration, b.o.runs)
+		ingestexec.MachineCPUs(), strings.Join(strings.Fields(string(load))[:3], " "), b.o.duration, b.o.runs)
 	for _, p := range []struct{ name, path, arg string }{{"fluent-bit", b.o.fluentBit, "--version"}, {"victoria-logs", b.o.victoriaLogs, "-version"}} {
 		if p.path != "" {
 			fmt.Printf("%s: %s (%s)\n", p.name, peerVersion(p.path, p.arg), filepath.Clean(p.path))
@@ -201,11 +201,6 @@ func (b *bench) round() {
 	if b.o.sections["limits"] {
 		b.guard("limits", b.limits)
 	}
-}
-
-func cpus() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
 }
 
 // removeOnSignal removes dirs when the bench is interrupted (Ctrl-C) or

@@ -124,7 +124,8 @@ func protocolRatios() []ratio {
 	}
 	return append(out,
 		ratio{syslogNDJSON, "lowcost: ingest syslog tcp", "lowcost: ingest --ack wal", nil},
-		ratio{"ingest syslog tcp / VictoriaLogs syslog tcp (accepted)", "lowcost: ingest syslog tcp", "lowcost: victoria-logs syslog tcp", nil})
+		ratio{"ingest syslog tcp / VictoriaLogs syslog tcp (accepted)", "lowcost: ingest syslog tcp", "lowcost: victoria-logs syslog tcp", nil},
+		ratio{"ingest syslog udp / VictoriaLogs syslog udp (accepted)", "lowcost: ingest syslog udp", "lowcost: victoria-logs syslog udp", nil})
 }
 
 // syslogNDJSON compares syslog's accepted events/s with the NDJSON row's

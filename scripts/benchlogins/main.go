@@ -22,7 +22,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +72,7 @@ func main() {
 		return
 	}
 	fmt.Printf("login tables on Azurite: %d CPUs (Azurite, client and server share them), %d attempts per row, %d users Zipf 1.1, %d transactions in flight\n\n",
-		cpus(), *attempts, *users, *parallel)
+		ingestexec.MachineCPUs(), *attempts, *users, *parallel)
 	const rowFormat = "%-5s %-34s %12s %10s %16s\n"
 	fmt.Printf(rowFormat, "run", "row", "entities/s", "ratio", "requests/1,000")
 	var raws, ingests, ratios, reqs []float64
@@ -427,11 +426,6 @@ func median(v []float64) float64 {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return s[len(s)/2]
-}
-
-func cpus() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
 }
 
 func check(err error) {

@@ -58,7 +58,7 @@ func main() {
 	az, err := azurite.Start()
 	check(err)
 	defer az.Stop()
-	fmt.Printf("ingest instances on one Azurite, loopback, %d CPUs shared by all\n\n", cpus())
+	fmt.Printf("ingest instances on one Azurite, loopback, %d CPUs shared by all\n\n", ingestexec.MachineCPUs())
 	if strings.Contains(*only, "tail") {
 		measureTail(bin, dir, az.ConnString(), *tailN, *tailRate, *tailDur)
 	}
@@ -287,14 +287,6 @@ func scrape(p *ingestexec.Process) []byte {
 func metric(p *ingestexec.Process, name string) float64 {
 	v, _ := ingestexec.Metric(scrape(p), name)
 	return v
-}
-
-func cpus() int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(b), "processor\t:")
 }
 
 func check(err error) {

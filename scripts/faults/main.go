@@ -110,7 +110,7 @@ func main() {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	fmt.Printf("ingest fault suite: %d CPUs, build %s\n", cpus(), gitDescribe())
+	fmt.Printf("ingest fault suite: %d CPUs, build %s\n", ingestexec.MachineCPUs(), gitDescribe())
 	bin, err := ingestexec.Build(dir, false)
 	check(err)
 
@@ -595,11 +595,6 @@ func dirBytes(dir string) int64 {
 		}
 	}
 	return n
-}
-
-func cpus() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return strings.Count(string(b), "processor\t:")
 }
 
 func gitDescribe() string {
