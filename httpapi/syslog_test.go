@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -194,5 +196,54 @@ func TestSyslogUDPCountsKernelDrops(t *testing.T) {
 	waitFor(t, func() bool { return accepted()+dropped() >= n+1 })
 	if dropped() == 0 || accepted()+dropped() != n+1 {
 		t.Fatalf("accepted %v, dropped by the kernel %v: want some dropped, and %d in all", accepted(), dropped(), n+1)
+	}
+}
+
+// TestSyslogConnectionLimits: past --syslog-max-conns a new TCP connection
+// is closed at once and counted; one silent for --syslog-idle-timeout is
+// closed, which gives its place back.
+func TestSyslogConnectionLimits(t *testing.T) {
+	cfg := Config{MaxBodyBytes: 1 << 20, MaxDecompressedBytes: 4 << 20, MaxInflightBytes: 64 << 20, ReadTimeout: 10 * time.Second}
+	cfg.Syslog = syslog.DefaultConfig()
+	cfg.Syslog.TCP, cfg.Syslog.MaxConns, cfg.Syslog.IdleTimeout = "127.0.0.1:0", 2, 500*time.Millisecond
+	f := newFixture(t, cfg, buffer.Config{Ack: buffer.AckWAL, FlushInterval: 50 * time.Millisecond, FlushBytes: 64 << 10, BufferBytes: 1 << 20, FlushWorkers: 2})
+	t.Cleanup(func() { f.srv.closeSyslog(context.Background()) })
+	addr, _ := f.srv.SyslogAddrs()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// closedWithin reports whether the server closes c within d.
+	closedWithin := func(c net.Conn, d time.Duration) bool {
+		c.SetReadDeadline(time.Now().Add(d))
+		_, err := c.Read(make([]byte, 1))
+		return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	a, b := dial(), dial()
+	waitFor(t, func() bool { return testutil.ToFloat64(f.srv.met.syslogConns) == 2 })
+	refused := dial()
+	if !closedWithin(refused, 5*time.Second) || testutil.ToFloat64(f.srv.met.syslogRefused) != 1 {
+		t.Fatalf("a third connection past --syslog-max-conns 2: want it closed at once and counted (refused %v)", testutil.ToFloat64(f.srv.met.syslogRefused))
+	}
+	// a keeps talking, b is silent: b is closed, a is not.
+	done := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(done) {
+		if _, err := fmt.Fprint(a, "<14>1 - h app - - - alive\n"); err != nil {
+			t.Fatalf("a connection that sends every 100ms was closed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !closedWithin(b, 5*time.Second) {
+		t.Fatal("a connection silent past --syslog-idle-timeout (500ms) is still open")
+	}
+	// b's place is free again.
+	waitFor(t, func() bool { return testutil.ToFloat64(f.srv.met.syslogConns) == 1 })
+	c := dial()
+	if closedWithin(c, 200*time.Millisecond) {
+		t.Fatal("a new connection after the idle one was closed is refused")
 	}
 }

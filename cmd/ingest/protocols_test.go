@@ -28,6 +28,26 @@ import (
 // requests of those it has not (Filebeat, Logstash, Vector, Promtail,
 // Grafana Alloy), replayed.
 
+// fluentBit is the Fluent Bit binary INGEST_TEST_FLUENT_BIT names. Without
+// one the test skips, or fails under CI=true (.ci/run sets it from the
+// build beside the repository): a shipper test CI never runs proves
+// nothing.
+func fluentBit(t *testing.T) string {
+	t.Helper()
+	fb := os.Getenv("INGEST_TEST_FLUENT_BIT")
+	if fb == "" {
+		msg := "INGEST_TEST_FLUENT_BIT is not set: set it to a fluent-bit binary (with the dummy input and the http, opentelemetry, es, loki and syslog outputs) to run this test"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if _, err := os.Stat(fb); err != nil {
+		t.Fatalf("INGEST_TEST_FLUENT_BIT=%s: %v", fb, err)
+	}
+	return fb
+}
+
 // runFluentBit runs the Fluent Bit binary INGEST_TEST_FLUENT_BIT names with
 // the documented configuration conf, its outputs pointed at s (Port 8080
 // rewritten, ports of them) and its tail input replaced by a dummy one
@@ -41,13 +61,7 @@ func runFluentBit(t *testing.T, s *server, conf string, ports int, record string
 // its Port lines, replaced by to.
 func runFluentBitOn(t *testing.T, from, to string, conf string, ports int, record string, samples int) {
 	t.Helper()
-	fb := os.Getenv("INGEST_TEST_FLUENT_BIT")
-	if fb == "" {
-		t.Skip("INGEST_TEST_FLUENT_BIT is not set: set it to a fluent-bit binary (with the dummy input and the outputs this test uses) to run this test")
-	}
-	if _, err := os.Stat(fb); err != nil {
-		t.Fatalf("INGEST_TEST_FLUENT_BIT=%s: %v", fb, err)
-	}
+	fb := fluentBit(t)
 	port := to
 	text := readRepoFile(t, conf)
 	text = regexp.MustCompile(`(?m)^(\s*Port\s+)`+from+`$`).ReplaceAllString(text, "${1}"+port)

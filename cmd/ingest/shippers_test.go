@@ -258,13 +258,7 @@ func TestShipperVectorWireFormat(t *testing.T) {
 // INGEST_TEST_FLUENT_BIT) with a dummy input and two outputs into ingest:
 // out_http with json_lines and a date key, and out_opentelemetry.
 func TestShipperFluentBit(t *testing.T) {
-	fb := os.Getenv("INGEST_TEST_FLUENT_BIT")
-	if fb == "" {
-		t.Skip("INGEST_TEST_FLUENT_BIT is not set: set it to a fluent-bit binary (with the dummy input and the http and opentelemetry outputs) to run this test")
-	}
-	if _, err := os.Stat(fb); err != nil {
-		t.Fatalf("INGEST_TEST_FLUENT_BIT=%s: %v", fb, err)
-	}
+	fb := fluentBit(t)
 	s := start(t, t.TempDir(), "--flush-interval", "100ms")
 	port := strings.TrimPrefix(s.url, "http://127.0.0.1:")
 	// The documented configuration, its outputs pointed at this server and
