@@ -144,3 +144,49 @@ func TestShipperLogger(t *testing.T) {
 	checkFields(t, "logger tcp", byMsg["over tcp"], map[string]any{"level": "error", "facility": "local3", "msgid": "M1", "order@1.id": "o-7"})
 	checkFields(t, "logger udp", byMsg["over udp"], map[string]any{"level": "warn", "facility": "user"})
 }
+
+// TestShipperRsyslogSyslogNgWireFormat replays what the configurations of
+// docs/shippers/syslog.md send, the daemons not being run here: rsyslog's
+// omfwd with template RSYSLOG_SyslogProtocol23Format and octet-counted
+// framing ("<%PRI%>1 %TIMESTAMP:::date-rfc3339% %HOSTNAME% %APP-NAME%
+// %PROCID% %MSGID% %STRUCTURED-DATA% %msg%\n", framed as LEN SP MSG, the
+// template's trailing LF counted in the frame or not: both are sent), and
+// syslog-ng 3.38's syslog() driver (RFC 5424 with a zoned time and its
+// meta sequenceId, octet-counted as RFC 5425 frames). The documented
+// snippets are read and checked for the settings this replay assumes.
+func TestShipperRsyslogSyslogNgWireFormat(t *testing.T) {
+	doc := readRepoFile(t, "docs/shippers/syslog.md")
+	for _, want := range []string{`type="omfwd"`, `protocol="tcp"`, `template="RSYSLOG_SyslogProtocol23Format"`,
+		`TCP_Framing="octet-counted"`, `port="5514"`, `syslog("ingest.example" transport("tcp") port(5514))`} {
+		if !strings.Contains(doc, want) {
+			t.Fatalf("docs/shippers/syslog.md no longer has %s, which this replay assumes: replay what it configures now", want)
+		}
+	}
+	port := freePort(t)
+	s := start(t, t.TempDir(), "--flush-interval", "100ms", "--syslog-tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	t0 := time.Now().UTC().Truncate(time.Microsecond)
+	frame := func(msg string) string { return strconv.Itoa(len(msg)) + " " + msg }
+	sends := map[string]string{
+		"rsyslog": frame("<131>1 " + t0.Format("2006-01-02T15:04:05.000000-07:00") + " app-7 cron 311 - - job failed") +
+			frame("<134>1 "+t0.Format("2006-01-02T15:04:05.000000-07:00")+" app-7 cron - - - job done\n"),
+		"syslog-ng": frame("<28>1 " + t0.Format("2006-01-02T15:04:05-07:00") + " edge-1 cron 44 - [meta sequenceId=\"1\"] disk nearly full"),
+	}
+	for who, stream := range sends {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(c, stream); err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		c.Close()
+	}
+	evs := s.queryNDJSON("cron", t0.Add(-time.Minute), t0.Add(time.Minute), 3)
+	byMsg := map[string]map[string]any{}
+	for _, e := range evs {
+		byMsg[e["message"].(string)] = e
+	}
+	checkFields(t, "rsyslog", byMsg["job failed"], map[string]any{"level": "error", "host": "app-7", "facility": "local0", "procid": "311", "ts": t0.Format("2006-01-02T15:04:05.0000000Z")})
+	checkFields(t, "rsyslog", byMsg["job done"], map[string]any{"level": "info", "host": "app-7", "facility": "local0"})
+	checkFields(t, "syslog-ng", byMsg["disk nearly full"], map[string]any{"level": "warn", "host": "edge-1", "facility": "daemon", "procid": "44", "meta.sequenceId": "1"})
+}
