@@ -51,7 +51,9 @@ func (l *listingStore) take() (listings, services int) {
 	return listings, services
 }
 
-// FuzzReadParams drives the whole read path with hostile parameters: from
+// FuzzReadParams drives the whole read path with hostile parameters
+// (GET /v1/logs, /v1/logins, /v1/services, and Loki's query_range and
+// query as Grafana sends them): from
 // the raw query string through the handler's parsing and bounds, the
 // histogram, the planning of the listings and the walk over a real file
 // store holding blobs of a few hours, days and years. No input may panic
@@ -99,6 +101,11 @@ func FuzzReadParams(f *testing.F) {
 		{1, "api", "99999999999", "10000", "", "", "", ""},
 		{1, "%2541", "1", "1", "", "", "", ""},
 		{2, "", "", "", "", "", "", ""},
+		{3, `{service="api"} |= "far"`, "1", "9999999999999999999", "", "5000", "backward", ""},
+		{3, `sum by (level) (count_over_time({service=~".+"} [1h]))`, "0", "7258118400000000000", "1", "", "", ""},
+		{3, `sum by (level) (count_over_time({service="api"} | drop __error__ [1s]))`, "1700-01-01T00:00:00Z", "2261-12-31T00:00:00Z", "1ms", "", "", ""},
+		{4, `vector(1)+vector(1)`, "now", "", "", "", "", ""},
+		{4, `sum(count_over_time({service="web"}[100000h]))`, "2261-12-31T00:00:00Z", "", "", "", "", ""},
 	} {
 		f.Add(s.route, s.service, s.from, s.to, s.hist, s.limit, s.order, s.raw)
 	}
@@ -121,7 +128,7 @@ func FuzzReadParams(f *testing.F) {
 		}
 		raw = string(r)
 		var uri string
-		switch route % 3 {
+		switch route % 5 {
 		case 0:
 			set("service", service)
 			set("from", from)
@@ -134,8 +141,21 @@ func FuzzReadParams(f *testing.F) {
 			set("days", from)
 			set("limit", to)
 			uri = "/v1/logins/" + url.PathEscape(service) + "?" + v.Encode() + "&" + raw
-		default:
+		case 2:
 			uri = "/v1/services?" + raw
+		case 3: // Grafana's Loki data source: service is the LogQL
+			set("query", service)
+			set("start", from)
+			set("end", to)
+			set("step", hist)
+			set("limit", limit)
+			set("direction", order)
+			uri = "/loki/api/v1/query_range?" + v.Encode() + "&" + raw
+		default:
+			set("query", service)
+			set("time", from)
+			set("limit", limit)
+			uri = "/loki/api/v1/query?" + v.Encode() + "&" + raw
 		}
 		var req fasthttp.Request
 		req.Header.SetMethod("GET")
