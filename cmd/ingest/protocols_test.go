@@ -28,6 +28,19 @@ import (
 // requests of those it has not (Filebeat, Logstash, Vector, Promtail,
 // Grafana Alloy), replayed.
 
+// documentedAs fails the test unless the shipper configuration at path
+// (from the repository root) still has each of settings: a replay sends
+// what that configuration makes the shipper send, and must change with it.
+func documentedAs(t *testing.T, path string, settings ...string) {
+	t.Helper()
+	doc := readRepoFile(t, path)
+	for _, want := range settings {
+		if !strings.Contains(doc, want) {
+			t.Fatalf("%s no longer has %s, which this replay assumes: replay what it configures now", path, want)
+		}
+	}
+}
+
 // fluentBit is the Fluent Bit binary INGEST_TEST_FLUENT_BIT names. Without
 // one the test skips, or fails under CI=true (.ci/run sets it from the
 // build beside the repository): a shipper test CI never runs proves
@@ -230,6 +243,7 @@ func gzipBody(b []byte) []byte { return gz(b) }
 // stream set-up) and a gzip'd bulk request of create actions with nested
 // ECS documents and Filebeat's filter_path.
 func TestShipperFilebeatWireFormat(t *testing.T) {
+	documentedAs(t, "docs/shippers/filebeat.yml", "output.elasticsearch:", "path: /v1/es", `api_key: "ingest:${INGEST_TOKEN}"`, "name: checkout")
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("fb-token checkout\n"), 0o600)
@@ -272,6 +286,7 @@ func TestShipperFilebeatWireFormat(t *testing.T) {
 // license checks, the ILM and template calls of an index output, and a
 // gzip'd bulk of create actions to its default data stream.
 func TestShipperLogstashWireFormat(t *testing.T) {
+	documentedAs(t, "docs/shippers/logstash.conf", "elasticsearch {", `hosts => ["http://127.0.0.1:8080/v1/es"]`, `password => "${INGEST_TOKEN}"`, `"[service][name]" => "billing"`)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("ls-token\n"), 0o600)
@@ -313,6 +328,7 @@ func TestShipperLogstashWireFormat(t *testing.T) {
 // version detection, its health check, and a bulk request of index actions
 // whose documents carry Vector's "timestamp".
 func TestShipperVectorElasticsearchWireFormat(t *testing.T) {
+	documentedAs(t, "docs/shippers/vector-elasticsearch.yaml", "type: elasticsearch", `endpoints: ["http://127.0.0.1:8080/v1/es"]`, "mode: bulk", "index: shop", "action: index")
 	s := start(t, t.TempDir(), "--flush-interval", "100ms")
 	h := map[string]string{"User-Agent": "Vector/0.43.0 (x86_64-unknown-linux-gnu 0dc2b8b 2024-11-12 15:28:22.018585734)"}
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
@@ -386,6 +402,8 @@ func lokiPush(streams ...lokiStream) []byte {
 // header, basic auth with the token as the password (Promtail) or a bearer
 // token (Alloy), and Alloy's structured metadata.
 func TestShipperPromtailAlloyWireFormat(t *testing.T) {
+	documentedAs(t, "docs/shippers/promtail.yaml", "url: http://127.0.0.1:8080/loki/api/v1/push", "password: ${INGEST_TOKEN}", "job: payments", "host: web-3")
+	documentedAs(t, "docs/shippers/config.alloy", `url          = "http://127.0.0.1:8080/loki/api/v1/push"`, `bearer_token = sys.env("INGEST_TOKEN")`, `"service_name" = "payments"`)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("loki-token\n"), 0o600)
@@ -415,6 +433,7 @@ func TestShipperPromtailAlloyWireFormat(t *testing.T) {
 // protobuf (its default, snappy) whose lines are the events in JSON, and
 // one in JSON (compression gzip, which Vector sends as JSON).
 func TestShipperVectorLokiWireFormat(t *testing.T) {
+	documentedAs(t, "docs/shippers/vector-loki.yaml", "type: loki", "endpoint: http://127.0.0.1:8080", "codec: json", "service_name: shop", "source: vector")
 	s := start(t, t.TempDir(), "--flush-interval", "100ms")
 	t0 := time.Now().UTC().Add(-time.Minute).Truncate(time.Microsecond)
 	ua := "Vector/0.43.0 (x86_64-unknown-linux-gnu 0dc2b8b 2024-11-12 15:28:22.018585734)"
