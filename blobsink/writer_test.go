@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,52 @@ func TestWriterStates(t *testing.T) {
 	w2.retire() // abandoned is final
 	if w2.state != writerAbandoned {
 		t.Fatalf("retire changed an abandoned writer to %v", w2.state)
+	}
+}
+
+// metaFailing fails the first SetMetadata of one blob.
+type metaFailing struct {
+	Store
+	blob   string
+	failed bool
+}
+
+func (m *metaFailing) SetMetadata(ctx context.Context, name string, meta map[string]string) error {
+	if name == m.blob && !m.failed {
+		m.failed = true
+		return errors.New("metadata refused by the test")
+	}
+	return m.Store.SetMetadata(ctx, name, meta)
+}
+
+// TestMetadataFailureIsCountedAndRetried: a blob's metadata is written
+// before its blocks (so that no listing skips them); when that write
+// fails, the flush fails with nothing appended, the failure is counted as
+// ingest_blob_errors_total{op="metadata"}, and the flush retried stores
+// every line once.
+func TestMetadataFailureIsCountedAndRetried(t *testing.T) {
+	files, err := NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := HourPrefix("meta", hour)
+	s := newTestSink(t, &metaFailing{Store: files, blob: BlobName(key, 1, CompressNone)}, Config{})
+	data := lines("meta", hour, 10, logline.LevelInfo)
+	req := buffer.FlushRequest{Key: key, Data: [][]byte{data}, Journal: noJournal}
+	if _, err := s.Flush(context.Background(), req); err == nil || !strings.Contains(err.Error(), "metadata refused by the test") {
+		t.Fatalf("Flush with the metadata refused: %v, want the refusal", err)
+	}
+	if got := testutil.ToFloat64(s.met.errors.WithLabelValues("metadata")); got != 1 {
+		t.Fatalf(`ingest_blob_errors_total{op="metadata"} = %v, want 1`, got)
+	}
+	if n, err := s.Flush(context.Background(), req); err != nil || n != len(data) {
+		t.Fatalf("Flush retried = %d, %v", n, err)
+	}
+	var all []byte
+	for _, name := range listNames(t, files, key+"/") {
+		all = append(all, readAll(t, files, name)...)
+	}
+	if !bytes.Equal(all, data) {
+		t.Fatalf("stored %d bytes, want the %d of the flush once", len(all), len(data))
 	}
 }
