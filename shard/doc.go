@@ -56,7 +56,7 @@
 // idempotent. The writer also stores a marker row (SaltedMarker) in the
 // user's unsalted bucket, which sorts first in the user's range: a read
 // starts with one range query there and fans out to the salted buckets
-// (readKeys) only when the marker says so.
+// (ReadKeys) only when the marker says so.
 //
 // HotRate is a rate across the cluster. Each instance estimates rates on
 // its own and salts a user once its own share crosses HotRate/N, N the live

@@ -101,11 +101,11 @@ func (k *Keyer) AppendKey(dst, user []byte, salt int) []byte {
 	return appendBucket(dst, k.bucket(hashUser(user), salt))
 }
 
-// readKeys lists every PartitionKey user's attempts can be stored under,
+// ReadKeys lists every PartitionKey user's attempts can be stored under,
 // each once: the unsalted bucket first, then the buckets of the salts not
 // already listed (at most Config.Salts+1 keys). Reading the user's latest N
 // is one UserRange query with $top=N in each.
-func (k *Keyer) readKeys(user []byte) []string {
+func (k *Keyer) ReadKeys(user []byte) []string {
 	keys := make([]string, 0, 1+k.cfg.Salts)
 	h := hashUser(user)
 	var buf [BucketWidth]byte

@@ -65,8 +65,8 @@ func TestSaltingOnlyForHotUser(t *testing.T) {
 	}
 	// A user at 5,000/s is salted once its rate passes 1,000/s...
 	keys, salted = feed(k, "alice@example.com", 25000, t0+5e9, 5)
-	if want := len(k.readKeys([]byte("alice@example.com"))); len(keys) != want || want < 14 {
-		t.Fatalf("hot user: %d keys, want %d (all of readKeys)", len(keys), want)
+	if want := len(k.ReadKeys([]byte("alice@example.com"))); len(keys) != want || want < 14 {
+		t.Fatalf("hot user: %d keys, want %d (all of ReadKeys)", len(keys), want)
 	}
 	unsalted := keys[string(k.AppendKey(nil, []byte("alice@example.com"), -1))]
 	if unsalted > 1100 || salted != 25000-unsalted {
@@ -92,7 +92,7 @@ func TestSaltingDisabled(t *testing.T) {
 	cfg.Salts = 0
 	k := NewKeyer(cfg)
 	keys, _ := feed(k, "alice", 20000, t0, 1)
-	if len(keys) != 1 || len(k.readKeys([]byte("alice"))) != 1 {
+	if len(keys) != 1 || len(k.ReadKeys([]byte("alice"))) != 1 {
 		t.Fatalf("salting disabled: %d keys", len(keys))
 	}
 }
@@ -101,24 +101,24 @@ func TestReadKeysCoverPartitionKey(t *testing.T) {
 	for _, cfg := range []Config{DefaultConfig(), {Partitions: 1, HotRate: 10, Salts: 2}, {Partitions: 7, HotRate: 1, Salts: 100}} {
 		k := NewKeyer(cfg)
 		for _, user := range []string{"alice@example.com", "", "a~01", "x/y#z"} {
-			read := k.readKeys([]byte(user))
+			read := k.ReadKeys([]byte(user))
 			if len(read) < 1 || len(read) > min(1+cfg.Salts, cfg.Partitions) {
-				t.Fatalf("readKeys(%q) = %d keys, want 1..%d", user, len(read), min(1+cfg.Salts, cfg.Partitions))
+				t.Fatalf("ReadKeys(%q) = %d keys, want 1..%d", user, len(read), min(1+cfg.Salts, cfg.Partitions))
 			}
 			if read[0] != string(k.AppendKey(nil, []byte(user), -1)) {
-				t.Fatalf("readKeys(%q)[0] = %q, want the unsalted bucket", user, read[0])
+				t.Fatalf("ReadKeys(%q)[0] = %q, want the unsalted bucket", user, read[0])
 			}
 			seen := map[string]bool{}
 			for _, r := range read {
 				if seen[r] || !ValidKey(r) {
-					t.Fatalf("readKeys(%q): duplicate or invalid key %q", user, r)
+					t.Fatalf("ReadKeys(%q): duplicate or invalid key %q", user, r)
 				}
 				seen[r] = true
 			}
 			keys, _ := feed(k, user, 20000, t0, 1)
 			for pk := range keys {
 				if !slices.Contains(read, pk) {
-					t.Fatalf("PartitionKey %q of %q is not in readKeys %v", pk, user, read)
+					t.Fatalf("PartitionKey %q of %q is not in ReadKeys %v", pk, user, read)
 				}
 			}
 		}
@@ -128,8 +128,8 @@ func TestReadKeysCoverPartitionKey(t *testing.T) {
 func TestSaltedBucketsSpread(t *testing.T) {
 	k := NewKeyer(DefaultConfig())
 	// 17 keys over 256 buckets: a few may share a bucket, most must not.
-	if n := len(k.readKeys([]byte("alice@example.com"))); n < 14 {
-		t.Fatalf("salted keys use only %d distinct buckets: %v", n, k.readKeys([]byte("alice@example.com")))
+	if n := len(k.ReadKeys([]byte("alice@example.com"))); n < 14 {
+		t.Fatalf("salted keys use only %d distinct buckets: %v", n, k.ReadKeys([]byte("alice@example.com")))
 	}
 }
 

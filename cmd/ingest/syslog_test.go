@@ -162,7 +162,7 @@ func TestShipperRsyslogSyslogNgWireFormat(t *testing.T) {
 	t0 := time.Now().UTC().Truncate(time.Microsecond)
 	frame := func(msg string) string { return strconv.Itoa(len(msg)) + " " + msg }
 	sends := map[string]string{
-		"rsyslog": frame("<131>1 " + t0.Format("2006-01-02T15:04:05.000000-07:00") + " app-7 cron 311 - - job failed") +
+		"rsyslog": frame("<131>1 "+t0.Format("2006-01-02T15:04:05.000000-07:00")+" app-7 cron 311 - - job failed") +
 			frame("<134>1 "+t0.Format("2006-01-02T15:04:05.000000-07:00")+" app-7 cron - - - job done\n"),
 		"syslog-ng": frame("<28>1 " + t0.Format("2006-01-02T15:04:05-07:00") + " edge-1 cron 44 - [meta sequenceId=\"1\"] disk nearly full"),
 	}
