@@ -73,10 +73,15 @@ type protocol struct {
 	stored      func(status int, answer []byte) bool
 }
 
+// bulkFilter is the filter_path Filebeat and Logstash send with every bulk
+// request: the answer keeps each item's status (and error), not its
+// _index, _id, _version and result.
+const bulkFilter = "filter_path=errors,items.*.error,items.*.status"
+
 func protocols(evs []lowEvent) []protocol {
 	return []protocol{
-		{name: "_bulk", ctype: "application/x-ndjson", body: bulkBody(evs), ingestPath: "/v1/es/_bulk",
-			victoria: "/insert/elasticsearch/_bulk?_stream_fields=service,host&_msg_field=message&_time_field=@timestamp",
+		{name: "_bulk", ctype: "application/x-ndjson", body: bulkBody(evs), ingestPath: "/v1/es/_bulk?" + bulkFilter,
+			victoria: "/insert/elasticsearch/_bulk?_stream_fields=service,host&_msg_field=message&_time_field=@timestamp&" + bulkFilter,
 			stored: func(status int, a []byte) bool {
 				return status == http.StatusOK && bytes.Contains(a, []byte(`"errors":false`))
 			}},
@@ -92,7 +97,7 @@ func (b *bench) protocolRows(evs []lowEvent) {
 	for _, p := range protocols(evs) {
 		per := fmt.Sprintf("%d conns x %d events, %d B/event, %s", b.o.lowConns, len(evs), len(p.body)/len(evs), p.ctype)
 		l := load{body: p.body, ctype: p.ctype, events: len(evs), conns: b.o.lowConns, duration: b.o.duration}
-		b.add("lowcost: ingest "+p.name, per+", answered after fsync", b.protocolIngest(l, p))
+		b.add("lowcost: ingest "+p.name, per+", "+p.ingestPath+", answered after fsync", b.protocolIngest(l, p))
 		if b.o.victoriaLogs != "" {
 			b.add("lowcost: victoria-logs "+p.name, p.victoria+"; answers once rows are in its memory buffers, no fsync", b.victoriaRowAt(l, p.victoria))
 		}
