@@ -164,7 +164,10 @@ func sendDatagramsUntil(addr string, msgs [][]byte, deadline time.Time, wrote fu
 				if err == nil {
 					break
 				}
-				if !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ECONNREFUSED) {
+				// Refused (ICMP after a lost datagram) or out of buffers:
+				// again, until the deadline; a server gone for good fails
+				// the row instead of holding it.
+				if !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, syscall.ECONNREFUSED) || !time.Now().Before(deadline) {
 					return fmt.Errorf("cannot send syslog to %s: %w", addr, err)
 				}
 			}
